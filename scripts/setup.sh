@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs what building and running node-libbpf needs on a Debian/Ubuntu
+# machine (as root), once: clang (BPF compiler), libelf-dev and zlib1g-dev
+# (libbpf), pkg-config, bpftool (vmlinux.h, and the tests' leak checks), gcc
+# (test binaries); the npm dev dependencies; and tracefs mounted.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need=()
+command -v clang >/dev/null || need+=(clang)
+command -v bpftool >/dev/null || need+=(bpftool)
+command -v pkg-config >/dev/null || need+=(pkg-config)
+command -v gcc >/dev/null || need+=(gcc)
+command -v make >/dev/null || need+=(make)
+dpkg -s libelf-dev >/dev/null 2>&1 || need+=(libelf-dev)
+dpkg -s zlib1g-dev >/dev/null 2>&1 || need+=(zlib1g-dev)
+if [ ${#need[@]} -gt 0 ]; then
+  if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
+    echo "setup: missing ${need[*]}; install them (Debian/Ubuntu: apt-get install ${need[*]})" >&2
+    exit 1
+  fi
+  echo "setup: installing ${need[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+
+if [ ! -x node_modules/.bin/napi ]; then
+  echo "setup: installing npm dev dependencies"
+  if [ -f package-lock.json ]; then npm ci --no-audit --no-fund >/dev/null; else npm install --no-audit --no-fund >/dev/null; fi
+fi
+
+if [ ! -d /sys/kernel/tracing/events ] && [ ! -d /sys/kernel/debug/tracing/events ]; then
+  if [ "$(id -u)" = 0 ]; then
+    mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null || echo "setup: could not mount tracefs (the library will say how when it needs it)" >&2
+  fi
+fi

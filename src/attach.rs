@@ -1,0 +1,443 @@
+//! Attaching programs to kernel and user-space events. Every attach returns
+//! a `BpfLink`; the object keeps the link until `detach()`, `detachAll()` or
+//! `close()`.
+
+use std::path::Path;
+
+use libbpf_rs::{Link, ProgramMut, TracepointCategory, TracepointOpts, UprobeOpts, UsdtOpts};
+use napi::bindgen_prelude::{BigInt, Either};
+use napi_derive::napi;
+
+use crate::{
+  error::{err, BpfError, BpfResult, Code, Result},
+  kernel,
+  object::{program_name, BpfObject, ProgramArg, Shared},
+};
+
+/// An attachment of a program; `detach()` removes it from the kernel.
+#[napi]
+pub struct BpfLink {
+  state: Shared,
+  id: u32,
+  target: String,
+}
+
+#[napi]
+impl BpfLink {
+  /// Detaches (idempotent; `obj.close()` and `obj.detachAll()` detach too).
+  #[napi]
+  pub fn detach(&self) {
+    self.state.borrow_mut().links.remove(&self.id);
+  }
+
+  /// Whether the link is still in the kernel.
+  #[napi(getter)]
+  pub fn attached(&self) -> bool {
+    self.state.borrow().links.contains_key(&self.id)
+  }
+
+  /// What the program is attached to, e.g. `tracepoint syscalls:sys_enter_openat`.
+  #[napi(getter)]
+  pub fn target(&self) -> String {
+    self.target.clone()
+  }
+}
+
+/// Options of `attachKprobe`/`attachKretprobe`.
+#[napi(object)]
+#[derive(Default)]
+pub struct KprobeOptions {
+  /// Value for `bpf_get_attach_cookie()`.
+  pub cookie: Option<BigInt>,
+}
+
+/// Options of `attachUprobe`/`attachUretprobe`/`attachUsdt`.
+#[napi(object)]
+#[derive(Default)]
+pub struct UprobeOptions {
+  /// Only this process (default: every process running the binary).
+  pub pid: Option<i32>,
+  /// Value for `bpf_get_attach_cookie()` (`bpf_usdt_cookie()` for USDT).
+  pub cookie: Option<BigInt>,
+}
+
+/// Options of `attachPerfEvent`.
+#[napi(object)]
+#[derive(Default)]
+pub struct PerfEventOptions {
+  /// `cpu-clock` (default), `task-clock`, `page-faults`, `context-switches`,
+  /// `cpu-migrations`, or the hardware events `cycles`, `instructions`,
+  /// `cache-references`, `cache-misses`, `branch-instructions`, `branch-misses`
+  /// (not available in most VMs).
+  pub event: Option<String>,
+  /// Samples per second (default 99 when `period` is not given).
+  pub frequency: Option<u32>,
+  /// One sample every `period` events, instead of `frequency`.
+  pub period: Option<u32>,
+  /// Only this process (default: all).
+  pub pid: Option<i32>,
+  /// Only this CPU (default: one event per online CPU, or for `pid` one
+  /// event that follows the process).
+  pub cpu: Option<i32>,
+}
+
+fn cookie(c: &Option<BigInt>) -> u64 {
+  c.as_ref().map(|b| b.get_u64().1).unwrap_or(0)
+}
+
+impl BpfObject {
+  /// Resolves the program, runs `attach` on it and records the links.
+  fn attach_with(
+    &self,
+    prog: &ProgramArg<'_>,
+    target: String,
+    attach: impl FnOnce(&ProgramMut<'_>) -> BpfResult<Vec<Link>>,
+  ) -> BpfResult<BpfLink> {
+    let name = program_name(&self.state, prog)?;
+    let mut state = self.state.borrow_mut();
+    let links = {
+      let program = state.program(&name)?;
+      attach(&program).map_err(|mut e| {
+        e.message = format!("attaching program '{name}' to {target}: {}", e.message);
+        e
+      })?
+    };
+    let id = state.add_link(links);
+    Ok(BpfLink { state: self.state.clone(), id, target })
+  }
+
+  fn kprobe(&self, func: String, prog: ProgramArg<'_>, retprobe: bool, options: Option<KprobeOptions>) -> BpfResult<BpfLink> {
+    let kind = if retprobe { "kretprobe" } else { "kprobe" };
+    // the article's names (sys_enter_openat) are tracepoints, not functions
+    let function = match func.strip_prefix("sys_enter_").or_else(|| func.strip_prefix("sys_exit_")) {
+      Some(syscall) => kernel::syscall_function(syscall),
+      None => func.clone(),
+    };
+    let opts = libbpf_rs::KprobeOpts { cookie: cookie(&options.unwrap_or_default().cookie), ..Default::default() };
+    self.attach_with(&prog, format!("{kind} {function}"), |p| {
+      match p.attach_kprobe_with_opts(retprobe, &function, opts) {
+        Ok(link) => Ok(vec![link]),
+        Err(e) if !kernel::kprobes_available() => Err(kprobes_unavailable(&func, &function, retprobe, &e)),
+        Err(e) => Err(match crate::error::errno_of(&e) {
+          Some(libc::ENOENT) | Some(libc::EINVAL) => BpfError::new(
+            Code::UnknownName,
+            format!("{function} is not a kernel function that can be probed (see /proc/kallsyms and {}/available_filter_functions)",
+              kernel::tracefs_root().unwrap_or("/sys/kernel/tracing")),
+          ),
+          _ => BpfError::libbpf(Code::Attach, kind, &e),
+        }),
+      }
+    })
+  }
+
+  fn uprobe(
+    &self,
+    binary: String,
+    target: Either<String, i64>,
+    prog: ProgramArg<'_>,
+    retprobe: bool,
+    options: Option<UprobeOptions>,
+  ) -> BpfResult<BpfLink> {
+    let options = options.unwrap_or_default();
+    let kind = if retprobe { "uretprobe" } else { "uprobe" };
+    let binary = resolve_binary(&binary)?;
+    let (offset, func_name, what) = match &target {
+      Either::A(symbol) => (0usize, Some(symbol.clone()), symbol.clone()),
+      Either::B(offset) if *offset >= 0 => (*offset as usize, None, format!("0x{offset:x}")),
+      Either::B(offset) => return err(Code::InvalidValue, format!("uprobe offset {offset} is negative")),
+    };
+    let pid = options.pid.unwrap_or(-1);
+    let opts = UprobeOpts { retprobe, func_name: func_name.clone(), cookie: cookie(&options.cookie), ..Default::default() };
+    let description = format!("{kind} {binary}:{what}{}", if pid >= 0 { format!(" (pid {pid})") } else { String::new() });
+    self.attach_with(&prog, description, |p| match p.attach_uprobe_with_opts(pid, &binary, offset, opts) {
+      Ok(link) => Ok(vec![link]),
+      Err(e) => Err(match (crate::error::errno_of(&e), &func_name) {
+        (Some(libc::ENOENT), Some(symbol)) => BpfError::new(
+          Code::UnknownName,
+          format!("{binary} has no function symbol '{symbol}' (check with: nm -D {binary} | grep {symbol}, or nm {binary})"),
+        ),
+        (Some(libc::ESRCH), _) => BpfError::new(Code::NotFound, format!("process {pid} does not exist")),
+        _ => BpfError::libbpf(Code::Attach, kind, &e),
+      }),
+    })
+  }
+}
+
+/// The ENOTSUP error of a kprobe on a kernel without kprobes.
+fn kprobes_unavailable(func: &str, function: &str, retprobe: bool, e: &libbpf_rs::Error) -> BpfError {
+  let instead = match kernel::tracepoint_instead_of(func, retprobe) {
+    Some((category, name)) => format!(
+      "; use the tracepoint {category}:{name} instead: obj.attachTracepoint('{category}', '{name}', prog) with a SEC(\"tp/{category}/{name}\") program"
+    ),
+    None => "; use a tracepoint (obj.attachTracepoint), a raw tracepoint or a tp_btf program instead".to_string(),
+  };
+  BpfError::new(
+    Code::NotSupported,
+    format!(
+      "kprobes are not available on this kernel (built without CONFIG_KPROBES: no kprobe PMU in /sys/bus/event_source/devices), so {} {function} cannot attach (libbpf: {e}){instead}",
+      if retprobe { "kretprobe" } else { "kprobe" }
+    ),
+  )
+}
+
+/// A binary by path, or by name on $PATH (as `bpftrace` accepts `bash`).
+fn resolve_binary(binary: &str) -> BpfResult<String> {
+  if Path::new(binary).exists() {
+    return Ok(binary.to_string());
+  }
+  if !binary.contains('/') {
+    if let Some(found) = std::env::var_os("PATH")
+      .iter()
+      .flat_map(std::env::split_paths)
+      .map(|dir| dir.join(binary))
+      .find(|p| p.is_file())
+    {
+      return Ok(found.to_string_lossy().into_owned());
+    }
+  }
+  err(Code::NotFound, format!("binary {binary} does not exist; give the path of an ELF executable or library"))
+}
+
+#[napi]
+impl BpfObject {
+  /// Attaches a program to the entry of kernel function `funcName`. The
+  /// article's names (`sys_enter_openat`) map to the syscall's function
+  /// (`__x64_sys_openat`). On a kernel without kprobes this throws ENOTSUP
+  /// naming the tracepoint to use instead.
+  #[napi]
+  pub fn attach_kprobe(
+    &self,
+    func_name: String,
+    prog: ProgramArg<'_>,
+    options: Option<KprobeOptions>,
+  ) -> Result<BpfLink> {
+    Ok(self.kprobe(func_name, prog, false, options)?)
+  }
+
+  /// Attaches a program to the return of kernel function `funcName` (see
+  /// `attachKprobe`).
+  #[napi]
+  pub fn attach_kretprobe(
+    &self,
+    func_name: String,
+    prog: ProgramArg<'_>,
+    options: Option<KprobeOptions>,
+  ) -> Result<BpfLink> {
+    Ok(self.kprobe(func_name, prog, true, options)?)
+  }
+
+  /// Attaches a `SEC("tp/...")` program to the tracepoint `category:name`
+  /// (e.g. `syscalls`, `sys_enter_openat`). Mounts tracefs if needed.
+  #[napi]
+  pub fn attach_tracepoint(&self, category: String, name: String, prog: ProgramArg<'_>) -> Result<BpfLink> {
+    if !kernel::tracepoint_exists(&category, &name)? {
+      let root = kernel::tracefs_root()?;
+      return Err(
+        BpfError::new(
+          Code::UnknownName,
+          format!("tracepoint {category}:{name} does not exist on this kernel (see {root}/events/{category}/)"),
+        )
+        .into(),
+      );
+    }
+    Ok(self.attach_with(&prog, format!("tracepoint {category}:{name}"), |p| {
+      p.attach_tracepoint_with_opts(TracepointCategory::Custom(category.clone()), &name, TracepointOpts::default())
+        .map(|l| vec![l])
+        .map_err(|e| BpfError::libbpf(Code::Attach, "tracepoint", &e))
+    })?)
+  }
+
+  /// Attaches a `SEC("raw_tp/...")` program to the raw tracepoint `name`
+  /// (e.g. `sys_enter`, `sched_switch`).
+  #[napi]
+  pub fn attach_raw_tracepoint(&self, name: String, prog: ProgramArg<'_>) -> Result<BpfLink> {
+    Ok(self.attach_with(&prog, format!("raw tracepoint {name}"), |p| {
+      p.attach_raw_tracepoint(&name).map(|l| vec![l]).map_err(|e| match crate::error::errno_of(&e) {
+        Some(libc::ENOENT) => BpfError::new(Code::UnknownName, format!("raw tracepoint {name} does not exist on this kernel")),
+        _ => BpfError::libbpf(Code::Attach, "raw tracepoint", &e),
+      })
+    })?)
+  }
+
+  /// Attaches a program to the entry of a function of a user-space binary
+  /// or library, by symbol name or by file offset.
+  #[napi]
+  pub fn attach_uprobe(
+    &self,
+    binary_path: String,
+    #[napi(ts_arg_type = "string | number")] symbol_or_offset: Either<String, i64>,
+    prog: ProgramArg<'_>,
+    options: Option<UprobeOptions>,
+  ) -> Result<BpfLink> {
+    Ok(self.uprobe(binary_path, symbol_or_offset, prog, false, options)?)
+  }
+
+  /// Attaches a program to the return of a user-space function (see
+  /// `attachUprobe`).
+  #[napi]
+  pub fn attach_uretprobe(
+    &self,
+    binary_path: String,
+    #[napi(ts_arg_type = "string | number")] symbol_or_offset: Either<String, i64>,
+    prog: ProgramArg<'_>,
+    options: Option<UprobeOptions>,
+  ) -> Result<BpfLink> {
+    Ok(self.uprobe(binary_path, symbol_or_offset, prog, true, options)?)
+  }
+
+  /// Attaches a `SEC("usdt")` program to the USDT probe `provider:name` of a
+  /// binary.
+  #[napi]
+  pub fn attach_usdt(
+    &self,
+    binary_path: String,
+    provider: String,
+    name: String,
+    prog: ProgramArg<'_>,
+    options: Option<UprobeOptions>,
+  ) -> Result<BpfLink> {
+    let options = options.unwrap_or_default();
+    let binary = resolve_binary(&binary_path)?;
+    let pid = options.pid.unwrap_or(-1);
+    let opts = UsdtOpts { cookie: cookie(&options.cookie), ..Default::default() };
+    Ok(self.attach_with(&prog, format!("usdt {binary}:{provider}:{name}"), |p| {
+      p.attach_usdt_with_opts(pid, &binary, &provider, &name, opts).map(|l| vec![l]).map_err(|e| {
+        match crate::error::errno_of(&e) {
+          Some(libc::ENOENT) => BpfError::new(
+            Code::UnknownName,
+            format!("{binary} has no USDT probe {provider}:{name} (list them with: readelf -n {binary})"),
+          ),
+          _ => BpfError::libbpf(Code::Attach, "usdt", &e),
+        }
+      })
+    })?)
+  }
+
+  /// Attaches a `SEC("perf_event")` program to a sampling perf event: one
+  /// event per online CPU unless `cpu` or `pid` narrows it.
+  #[napi]
+  pub fn attach_perf_event(&self, prog: ProgramArg<'_>, options: Option<PerfEventOptions>) -> Result<BpfLink> {
+    let options = options.unwrap_or_default();
+    let event = options.event.clone().unwrap_or_else(|| "cpu-clock".into());
+    let (type_, config) = perf_event_config(&event)?;
+    let cpus: Vec<i32> = match (options.cpu, options.pid) {
+      (Some(cpu), _) => vec![cpu],
+      (None, Some(_)) => vec![-1],
+      (None, None) => online_cpus()?,
+    };
+    let pid = options.pid.unwrap_or(-1);
+    let (freq, sample) = match (options.period, options.frequency) {
+      (Some(period), _) => (false, u64::from(period.max(1))),
+      (None, f) => (true, u64::from(f.unwrap_or(99).max(1))),
+    };
+    let target = format!(
+      "perf event {event} at {} {}",
+      sample,
+      if freq { "Hz" } else { "events/sample" }
+    );
+    Ok(self.attach_with(&prog, target, |p| {
+      let mut links = Vec::new();
+      for cpu in cpus {
+        let fd = perf_event_open(type_, config, freq, sample, pid, cpu).map_err(|e| {
+          let code = match e.raw_os_error() {
+            Some(libc::ENOENT) | Some(libc::EOPNOTSUPP) => Code::NotSupported,
+            Some(libc::ESRCH) => Code::NotFound,
+            Some(libc::EACCES) | Some(libc::EPERM) => Code::Permission,
+            _ => Code::Attach,
+          };
+          BpfError::new(code, format!("perf_event_open({event}, pid {pid}, cpu {cpu}): {e}"))
+        })?;
+        // libbpf's link owns the perf event fd from here
+        let link = p.attach_perf_event(fd).map_err(|e| {
+          // SAFETY: fd is ours, not taken by libbpf on failure.
+          unsafe { libc::close(fd) };
+          BpfError::libbpf(Code::Attach, "perf event", &e)
+        })?;
+        links.push(link);
+      }
+      Ok(links)
+    })?)
+  }
+
+  /// Attaches a program by its `SEC()` name, as libbpf's auto-attach does
+  /// (`tp/syscalls/sys_enter_openat`, `uprobe/path:func`, `raw_tp/...`).
+  #[napi]
+  pub fn attach(&self, prog: ProgramArg<'_>) -> Result<BpfLink> {
+    let name = program_name(&self.state, &prog)?;
+    let section = {
+      let state = self.state.borrow();
+      state.programs.iter().find(|(n, _)| *n == name).map(|(_, s)| s.clone()).unwrap_or_default()
+    };
+    if section.starts_with("tp/") || section.starts_with("tracepoint/") {
+      kernel::tracefs_root()?;
+    }
+    let kprobe = section.starts_with("kprobe/") || section.starts_with("kretprobe/");
+    Ok(self.attach_with(&prog, format!("SEC(\"{section}\")"), |p| {
+      p.attach().map(|l| vec![l]).map_err(|e| {
+        if kprobe && !kernel::kprobes_available() {
+          let func = section.split_once('/').map(|x| x.1).unwrap_or("");
+          return kprobes_unavailable(func, func, section.starts_with("kretprobe/"), &e);
+        }
+        BpfError::libbpf(Code::Attach, "auto-attach", &e)
+      })
+    })?)
+  }
+}
+
+fn perf_event_config(event: &str) -> BpfResult<(u32, u64)> {
+  const HW: u32 = 0; // PERF_TYPE_HARDWARE
+  const SW: u32 = 1; // PERF_TYPE_SOFTWARE
+  Ok(match event {
+    "cpu-clock" => (SW, 0),
+    "task-clock" => (SW, 1),
+    "page-faults" | "faults" => (SW, 2),
+    "context-switches" | "cs" => (SW, 3),
+    "cpu-migrations" => (SW, 4),
+    "cycles" | "cpu-cycles" => (HW, 0),
+    "instructions" => (HW, 1),
+    "cache-references" => (HW, 2),
+    "cache-misses" => (HW, 3),
+    "branch-instructions" | "branches" => (HW, 4),
+    "branch-misses" => (HW, 5),
+    other => {
+      return err(
+        Code::InvalidValue,
+        format!("unknown perf event '{other}'; use cpu-clock, task-clock, page-faults, context-switches, cpu-migrations, cycles, instructions, cache-references, cache-misses, branch-instructions or branch-misses"),
+      )
+    }
+  })
+}
+
+const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 8;
+
+fn perf_event_open(type_: u32, config: u64, freq: bool, sample: u64, pid: i32, cpu: i32) -> std::io::Result<i32> {
+  let mut attr = libbpf_sys::perf_event_attr {
+    type_,
+    size: std::mem::size_of::<libbpf_sys::perf_event_attr>() as u32,
+    config,
+    ..Default::default()
+  };
+  attr.__bindgen_anon_1.sample_freq = sample;
+  attr.set_freq(u64::from(freq));
+  // SAFETY: a valid attr; the syscall returns a new fd or -1.
+  let fd = unsafe {
+    libc::syscall(libc::SYS_perf_event_open, &attr as *const _, pid, cpu, -1i32, PERF_FLAG_FD_CLOEXEC)
+  };
+  if fd < 0 {
+    return Err(std::io::Error::last_os_error());
+  }
+  Ok(fd as i32)
+}
+
+/// The online CPUs, from /sys/devices/system/cpu/online (`0-3,5`).
+pub(crate) fn online_cpus() -> BpfResult<Vec<i32>> {
+  let text = std::fs::read_to_string("/sys/devices/system/cpu/online")
+    .map_err(|e| BpfError::new(Code::Attach, format!("reading /sys/devices/system/cpu/online: {e}")))?;
+  let mut cpus = Vec::new();
+  for part in text.trim().split(',') {
+    let (lo, hi) = part.split_once('-').unwrap_or((part, part));
+    let (lo, hi) = (lo.parse::<i32>().unwrap_or(0), hi.parse::<i32>().unwrap_or(0));
+    cpus.extend(lo..=hi);
+  }
+  Ok(cpus)
+}

@@ -1,0 +1,147 @@
+//! One error type for the whole addon, converted to a JavaScript `Error` at
+//! the binding boundary only. Every variant has a stable `code` (the JS
+//! `error.code`) and a message that names the object and the fix.
+
+use std::fmt::Display;
+
+use napi::Status;
+
+/// The stable codes, documented in the README.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Code {
+  /// A file (object, binary) does not exist.
+  NotFound,
+  /// The kernel lacks the feature (kprobes, fentry, ...).
+  NotSupported,
+  /// Not allowed (not root, no CAP_BPF/CAP_PERFMON).
+  Permission,
+  /// Not a BPF ELF object, or a truncated one.
+  InvalidObject,
+  /// The kernel (verifier) refused to load the object.
+  Load,
+  /// A program, map, global, tracepoint or symbol name that does not exist.
+  UnknownName,
+  /// A value of the wrong type, size or range.
+  InvalidValue,
+  /// A `.rodata` global set after load.
+  ReadOnly,
+  /// The object (or the link/buffer) was closed.
+  Closed,
+  /// Attaching failed for another reason.
+  Attach,
+  /// A map operation failed.
+  Map,
+  /// tracefs is not mounted and could not be mounted.
+  Tracefs,
+  /// A buffer could not be opened or polled.
+  Buffer,
+  /// A wrong argument type from JavaScript.
+  InvalidArg,
+}
+
+impl Code {
+  pub fn as_str(self) -> &'static str {
+    match self {
+      Code::NotFound => "ENOENT",
+      Code::NotSupported => "ENOTSUP",
+      Code::Permission => "EPERM",
+      Code::InvalidObject => "ERR_BPF_INVALID_OBJECT",
+      Code::Load => "ERR_BPF_LOAD",
+      Code::UnknownName => "ERR_BPF_UNKNOWN_NAME",
+      Code::InvalidValue => "ERR_BPF_INVALID_VALUE",
+      Code::ReadOnly => "ERR_BPF_READ_ONLY",
+      Code::Closed => "ERR_BPF_CLOSED",
+      Code::Attach => "ERR_BPF_ATTACH",
+      Code::Map => "ERR_BPF_MAP",
+      Code::Tracefs => "ERR_BPF_TRACEFS",
+      Code::Buffer => "ERR_BPF_BUFFER",
+      Code::InvalidArg => "ERR_INVALID_ARG_TYPE",
+    }
+  }
+}
+
+/// An error of the addon: a code and a full message.
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct BpfError {
+  pub code: Code,
+  pub message: String,
+}
+
+pub type BpfResult<T> = std::result::Result<T, BpfError>;
+
+/// What `#[napi]` functions return: the JS error's `code` is the string.
+/// (Named `Result` because napi-derive recognizes fallible exports by it.)
+pub type Result<T> = napi::Result<T, String>;
+
+impl BpfError {
+  pub fn new(code: Code, message: impl Into<String>) -> Self {
+    BpfError { code, message: message.into() }
+  }
+
+  /// An error from libbpf (through libbpf-rs): the code follows the errno.
+  pub fn libbpf(code: Code, what: impl Display, err: &libbpf_rs::Error) -> Self {
+    let errno = errno_of(err);
+    let code = match errno {
+      Some(libc::ENOENT) if code == Code::NotFound => Code::NotFound,
+      Some(libc::EPERM) | Some(libc::EACCES) => Code::Permission,
+      Some(libc::EOPNOTSUPP) => Code::NotSupported,
+      _ => code,
+    };
+    let mut message = format!("{what}: {}", describe(err));
+    if code == Code::Permission {
+      message.push_str(" (BPF needs root, or CAP_BPF + CAP_PERFMON)");
+    }
+    BpfError { code, message }
+  }
+}
+
+impl From<BpfError> for napi::Error<String> {
+  fn from(e: BpfError) -> Self {
+    napi::Error::new(e.code.as_str().to_string(), e.message)
+  }
+}
+
+impl From<napi::Error> for BpfError {
+  fn from(e: napi::Error) -> Self {
+    let code = match e.status {
+      Status::InvalidArg | Status::ObjectExpected | Status::StringExpected | Status::NumberExpected
+      | Status::FunctionExpected | Status::ArrayExpected | Status::BigintExpected => Code::InvalidArg,
+      _ => Code::InvalidValue,
+    };
+    BpfError { code, message: e.reason.clone() }
+  }
+}
+
+/// The errno at the root of a libbpf-rs error, if any.
+pub fn errno_of(err: &libbpf_rs::Error) -> Option<i32> {
+  let mut source: Option<&(dyn std::error::Error + 'static)> = Some(err);
+  while let Some(e) = source {
+    if let Some(io) = e.downcast_ref::<std::io::Error>() {
+      if let Some(n) = io.raw_os_error() {
+        return Some(n);
+      }
+    }
+    source = e.source();
+  }
+  None
+}
+
+/// libbpf-rs's message chain, innermost last, without repeating itself.
+fn describe(err: &libbpf_rs::Error) -> String {
+  let mut parts: Vec<String> = Vec::new();
+  let mut source: Option<&(dyn std::error::Error + 'static)> = Some(err);
+  while let Some(e) = source {
+    let s = e.to_string();
+    if !parts.iter().any(|p| p.contains(&s)) {
+      parts.push(s);
+    }
+    source = e.source();
+  }
+  parts.join(": ")
+}
+
+/// Shorthand for an error with a code.
+pub fn err<T>(code: Code, message: impl Into<String>) -> BpfResult<T> {
+  Err(BpfError::new(code, message))
+}

@@ -1,0 +1,401 @@
+//! A BPF object: opened from an ELF file or Buffer, configured, loaded into
+//! the kernel on first need, and closed with everything it made.
+
+use std::{cell::RefCell, collections::BTreeMap, path::Path, rc::Rc, sync::Arc};
+
+use libbpf_rs::{AsRawLibbpf, Link, Map, MapCore, Object, ObjectBuilder, OpenObject, ProgramMut};
+use napi::bindgen_prelude::{Buffer, Either};
+use napi_derive::napi;
+
+use crate::{
+  btf::{self, GlobalVar},
+  error::{err, BpfError, BpfResult, Code, Result},
+  libbpf_log,
+  poller::{Poller, Sink},
+};
+
+/// Where the object is in its life.
+pub(crate) enum Stage {
+  /// Opened, not yet in the kernel: `.rodata` can still be set.
+  Open(OpenObject),
+  /// In the kernel.
+  Loaded(Object),
+  /// The kernel refused it; the message says why.
+  Failed(String),
+  Closed,
+}
+
+/// What JavaScript handles of one object share.
+pub(crate) struct ObjectState {
+  /// The file name, or `<buffer>`, for messages.
+  pub source: String,
+  pub stage: Stage,
+  pub globals: Vec<GlobalVar>,
+  /// (name, section) of each program, in ELF order.
+  pub programs: Vec<(String, String)>,
+  pub maps: Vec<String>,
+  /// Attachments by link id; a perf-event attach on every CPU is one entry.
+  pub links: BTreeMap<u32, Vec<Link>>,
+  /// Open ring and perf buffers by id.
+  pub buffers: BTreeMap<u32, Arc<Sink>>,
+  next_id: u32,
+  /// The thread that polls this object's ring and perf buffers.
+  pub poller: Option<Poller>,
+}
+
+pub(crate) type Shared = Rc<RefCell<ObjectState>>;
+
+impl ObjectState {
+  fn open(source: String, open: OpenObject) -> Self {
+    // SAFETY: the pointer is valid for as long as `open` lives.
+    let raw = unsafe { open.as_libbpf_object().as_ref() };
+    let globals = btf::globals(raw);
+    let programs = open
+      .progs()
+      .map(|p| (p.name().to_string_lossy().into_owned(), p.section().to_string_lossy().into_owned()))
+      .collect();
+    let maps = open
+      .maps()
+      .filter(|m| !is_internal(&m.name().to_string_lossy()))
+      .map(|m| m.name().to_string_lossy().into_owned())
+      .collect();
+    ObjectState {
+      source,
+      stage: Stage::Open(open),
+      globals,
+      programs,
+      maps,
+      links: BTreeMap::new(),
+      buffers: BTreeMap::new(),
+      next_id: 1,
+      poller: None,
+    }
+  }
+
+  /// Loads the object into the kernel if it is not there yet.
+  pub fn ensure_loaded(&mut self) -> BpfResult<&mut Object> {
+    if let Stage::Open(_) = self.stage {
+      let Stage::Open(open) = std::mem::replace(&mut self.stage, Stage::Closed) else {
+        unreachable!()
+      };
+      libbpf_log::clear();
+      match open.load() {
+        Ok(obj) => self.stage = Stage::Loaded(obj),
+        Err(e) => {
+          let error = self.load_error(&e);
+          self.stage = Stage::Failed(error.message.clone());
+          return Err(error);
+        }
+      }
+    }
+    match &self.stage {
+      Stage::Failed(why) => return err(Code::Load, format!("{} could not be loaded earlier: {why}", self.source)),
+      Stage::Closed => return self.closed(),
+      Stage::Loaded(_) | Stage::Open(_) => {}
+    }
+    match &mut self.stage {
+      Stage::Loaded(obj) => Ok(obj),
+      _ => unreachable!(),
+    }
+  }
+
+  fn load_error(&self, e: &libbpf_rs::Error) -> BpfError {
+    let log = libbpf_log::tail(40);
+    let failed_prog = log
+      .iter()
+      .find_map(|l| l.split("prog '").nth(1).and_then(|r| r.split('\'').next()))
+      .map(str::to_string);
+    let section = |name: &str| {
+      self.programs.iter().find(|(n, _)| n == name).map(|(_, s)| s.clone()).unwrap_or_default()
+    };
+    if let Some(prog) = &failed_prog {
+      let sec = section(prog);
+      let kind = sec.split('/').next().unwrap_or("");
+      if matches!(kind, "fentry" | "fexit" | "fmod_ret" | "fentry.s" | "fexit.s")
+        && crate::error::errno_of(e) == Some(libc::EPERM)
+      {
+        return BpfError::new(
+          Code::NotSupported,
+          format!(
+            "{}: this kernel refuses {kind} programs at load time (EPERM), so program '{prog}' (SEC(\"{sec}\")) cannot load; \
+             use a tracepoint (SEC(\"tp/...\")), raw tracepoint (SEC(\"raw_tp/...\")) or SEC(\"tp_btf/...\") program instead, \
+             or a kernel that allows fentry/fexit (see bpf.features())",
+            self.source
+          ),
+        );
+      }
+    }
+    let mut error = BpfError::libbpf(Code::Load, format!("loading {} into the kernel failed", self.source), e);
+    if error.code == Code::Permission {
+      return error;
+    }
+    error.code = Code::Load;
+    if let Some(prog) = failed_prog {
+      error.message.push_str(&format!(" (program '{prog}', SEC(\"{}\"))", section(&prog)));
+    }
+    let log: Vec<_> = log.into_iter().filter(|l| !l.trim().is_empty()).collect();
+    if !log.is_empty() {
+      error.message.push_str("\nlibbpf said:\n");
+      error.message.push_str(&log.join("\n"));
+    }
+    error
+  }
+
+  pub fn closed<T>(&self) -> BpfResult<T> {
+    err(Code::Closed, format!("{} is closed: load it again with loadBpfProgram()", self.source))
+  }
+
+  pub fn check_open(&self) -> BpfResult<()> {
+    match self.stage {
+      Stage::Closed => self.closed(),
+      _ => Ok(()),
+    }
+  }
+
+  /// A loaded program by name.
+  pub fn program(&mut self, name: &str) -> BpfResult<ProgramMut<'_>> {
+    if !self.programs.iter().any(|(n, _)| n == name) {
+      let known: Vec<_> = self.programs.iter().map(|(n, _)| n.as_str()).collect();
+      return err(
+        Code::UnknownName,
+        format!("{} has no program named '{name}'; its programs are: {}", self.source, known.join(", ")),
+      );
+    }
+    let obj = self.ensure_loaded()?;
+    Ok(obj.progs_mut().find(|p| p.name() == name).expect("listed at open"))
+  }
+
+  /// A loaded map by name.
+  pub fn map(&mut self, name: &str) -> BpfResult<Map<'_>> {
+    if !self.maps.iter().any(|n| n == name) && !is_internal(name) {
+      let names = self.maps.join(", ");
+      return err(Code::UnknownName, format!("{} has no map named '{name}'; its maps are: {names}", self.source));
+    }
+    let source = self.source.clone();
+    let obj = self.ensure_loaded()?;
+    obj
+      .maps()
+      .find(|m| m.name() == name)
+      .ok_or_else(|| BpfError::new(Code::UnknownName, format!("{source} has no map named '{name}'")))
+  }
+
+  /// A new id for a link or a buffer.
+  pub fn next_id(&mut self) -> u32 {
+    let id = self.next_id;
+    self.next_id += 1;
+    id
+  }
+
+  pub fn add_link(&mut self, links: Vec<Link>) -> u32 {
+    let id = self.next_id();
+    self.links.insert(id, links);
+    id
+  }
+
+  pub fn detach_all(&mut self) {
+    self.links.clear();
+  }
+
+  /// Stops the poller, detaches every link and frees every kernel object.
+  pub fn close(&mut self) {
+    if let Some(poller) = self.poller.take() {
+      poller.stop();
+    }
+    for (_, sink) in std::mem::take(&mut self.buffers) {
+      sink.closed.store(true, std::sync::atomic::Ordering::Release);
+      sink.doorbell.release();
+    }
+    self.links.clear();
+    self.stage = Stage::Closed;
+  }
+}
+
+impl Drop for ObjectState {
+  fn drop(&mut self) {
+    self.close();
+  }
+}
+
+/// libbpf's maps for data sections (`name.rodata`, `.bss`, `.kconfig`, ...).
+fn is_internal(name: &str) -> bool {
+  name.contains('.')
+}
+
+/// Options of `loadBpfProgram`.
+#[napi(object)]
+#[derive(Default)]
+pub struct LoadOptions {
+  /// The object's name in the kernel (prefix of its maps' names); default:
+  /// the file name.
+  pub name: Option<String>,
+  /// A BTF file to use instead of /sys/kernel/btf/vmlinux for CO-RE.
+  pub btf_path: Option<String>,
+}
+
+/// A BPF object opened from an ELF file: its programs, maps and globals.
+/// The kernel load happens on `load()` or on the first attach or `getMap`.
+/// `close()` detaches and frees everything the object made.
+#[napi]
+pub struct BpfObject {
+  pub(crate) state: Shared,
+}
+
+/// Opens a compiled BPF ELF object (a path or a Buffer holding the file).
+/// Nothing enters the kernel until `load()`, an attach or `getMap()`.
+#[napi]
+pub fn load_bpf_program(source: Either<String, Buffer>, options: Option<LoadOptions>) -> Result<BpfObject> {
+  Ok(open_object(source, options.unwrap_or_default())?)
+}
+
+fn open_object(source: Either<String, Buffer>, options: LoadOptions) -> BpfResult<BpfObject> {
+  libbpf_log::install();
+  libbpf_log::clear();
+  let mut builder = ObjectBuilder::default();
+  if let Some(name) = &options.name {
+    builder.name(name).map_err(|e| BpfError::libbpf(Code::InvalidValue, "invalid object name", &e))?;
+  }
+  if let Some(path) = &options.btf_path {
+    builder.btf_custom_path(path).map_err(|e| BpfError::libbpf(Code::InvalidValue, "invalid btfPath", &e))?;
+  }
+  let (label, opened) = match &source {
+    Either::A(path) => {
+      check_elf_file(path)?;
+      (path.clone(), builder.open_file(path))
+    }
+    Either::B(bytes) => {
+      check_elf_bytes("the Buffer", bytes)?;
+      ("<buffer>".to_string(), builder.open_memory(bytes))
+    }
+  };
+  let open = opened.map_err(|e| {
+    let mut error = BpfError::libbpf(Code::InvalidObject, format!("{label} is not a valid BPF object"), &e);
+    error.code = Code::InvalidObject;
+    let log = libbpf_log::tail(5);
+    if !log.is_empty() {
+      error.message.push_str(&format!(" (libbpf: {})", log.join(" ").trim()));
+    }
+    error.message.push_str("; compile it with: clang -g -O2 -target bpf -c prog.bpf.c -o prog.bpf.o");
+    error
+  })?;
+  Ok(BpfObject { state: Rc::new(RefCell::new(ObjectState::open(label, open))) })
+}
+
+fn check_elf_file(path: &str) -> BpfResult<()> {
+  use std::io::Read;
+  let mut file = std::fs::File::open(path).map_err(|e| match e.kind() {
+    std::io::ErrorKind::NotFound => BpfError::new(
+      Code::NotFound,
+      format!("BPF object {path} does not exist (did `npm run build` compile it?)"),
+    ),
+    _ => BpfError::new(Code::InvalidObject, format!("cannot read BPF object {path}: {e}")),
+  })?;
+  let mut head = [0u8; 64];
+  let n = file.read(&mut head).unwrap_or(0);
+  check_elf_bytes(path, &head[..n])
+}
+
+fn check_elf_bytes(label: &str, bytes: &[u8]) -> BpfResult<()> {
+  if bytes.len() < 4 || &bytes[..4] != b"\x7fELF" {
+    let what = if Path::new(label).extension().is_some_and(|e| e == "c") { " (a C source?)" } else { "" };
+    return err(
+      Code::InvalidObject,
+      format!(
+        "{label} is not an ELF file{what}; compile the BPF program first: clang -g -O2 -target bpf -c prog.bpf.c -o prog.bpf.o"
+      ),
+    );
+  }
+  Ok(())
+}
+
+#[napi]
+impl BpfObject {
+  /// Loads every program and map into the kernel (the verifier runs here).
+  /// Optional: the first attach or `getMap()` loads too.
+  #[napi]
+  pub fn load(&self) -> Result<()> {
+    self.state.borrow_mut().ensure_loaded()?;
+    Ok(())
+  }
+
+  /// Whether the object is in the kernel.
+  #[napi(getter)]
+  pub fn loaded(&self) -> bool {
+    matches!(self.state.borrow().stage, Stage::Loaded(_))
+  }
+
+  /// Whether `close()` was called.
+  #[napi(getter)]
+  pub fn closed(&self) -> bool {
+    matches!(self.state.borrow().stage, Stage::Closed)
+  }
+
+  /// The programs of the object, keyed by their C function name.
+  #[napi(getter, ts_return_type = "Record<string, BpfProgram>")]
+  pub fn programs(&self) -> std::collections::HashMap<String, BpfProgram> {
+    let state = self.state.borrow();
+    state
+      .programs
+      .iter()
+      .map(|(name, section)| {
+        (name.clone(), BpfProgram { state: self.state.clone(), name: name.clone(), section: section.clone() })
+      })
+      .collect()
+  }
+
+  /// The names of the object's maps (data-section maps excluded).
+  #[napi(getter)]
+  pub fn map_names(&self) -> Vec<String> {
+    self.state.borrow().maps.clone()
+  }
+
+  /// Detaches every link this object made; programs and maps stay loaded.
+  #[napi]
+  pub fn detach_all(&self) {
+    self.state.borrow_mut().detach_all();
+  }
+
+  /// Stops the buffers' poller, detaches every link and frees every program
+  /// and map of this object. Every later call on it throws ERR_BPF_CLOSED.
+  #[napi]
+  pub fn close(&self) {
+    self.state.borrow_mut().close();
+  }
+}
+
+/// A program of an object, as `obj.programs.<name>`; attach calls take it
+/// (or its name).
+#[napi]
+pub struct BpfProgram {
+  pub(crate) state: Shared,
+  pub(crate) name: String,
+  section: String,
+}
+
+#[napi]
+impl BpfProgram {
+  /// The C function name.
+  #[napi(getter)]
+  pub fn name(&self) -> String {
+    self.name.clone()
+  }
+
+  /// The ELF section (`SEC("...")`), e.g. `tp/syscalls/sys_enter_openat`.
+  #[napi(getter)]
+  pub fn section(&self) -> String {
+    self.section.clone()
+  }
+}
+
+/// A program argument: a `BpfProgram` of this object or a program name.
+pub(crate) type ProgramArg<'a> = Either<String, &'a BpfProgram>;
+
+pub(crate) fn program_name(state: &Shared, prog: &ProgramArg<'_>) -> BpfResult<String> {
+  match prog {
+    Either::A(name) => Ok(name.clone()),
+    Either::B(p) if Rc::ptr_eq(&p.state, state) => Ok(p.name.clone()),
+    Either::B(p) => err(
+      Code::InvalidArg,
+      format!("program '{}' belongs to another BPF object: attach it through that object", p.name),
+    ),
+  }
+}

@@ -1,0 +1,284 @@
+//! The poller: one thread per object that consumes its ring and perf
+//! buffers and hands batches of records to JavaScript.
+//!
+//! Records are copied out of the kernel's buffers into `Batch`es (one flat
+//! byte vector and the end offset of each record) and sent through a bounded
+//! crossbeam channel per buffer. When the channel is full the batch is
+//! dropped and counted: memory stays bounded and the traced process is never
+//! slowed by a slow JavaScript callback. One threadsafe call (the doorbell)
+//! tells JavaScript to drain the channel; it is rung only when no call is
+//! pending, so there is one crossing per batch or fewer, never one per record.
+//!
+//! Wakeups: the thread waits in epoll on the buffers, with a timeout (the
+//! poll interval) so that programs submitting with BPF_RB_NO_WAKEUP and perf
+//! buffers below their watermark are still drained. While records keep
+//! coming, it sleeps the interval between passes instead of waiting in epoll:
+//! the ring buffer's adaptive notification then stops waking us (and stops
+//! costing the traced process an interrupt per record).
+
+use std::{
+  os::fd::{AsRawFd, FromRawFd, OwnedFd},
+  sync::{
+    atomic::{AtomicBool, AtomicU64, Ordering},
+    Arc, Mutex,
+  },
+  thread::JoinHandle,
+  time::Duration,
+};
+
+use crossbeam_channel::{Receiver, Sender, TrySendError};
+
+use crate::tsfn::Doorbell;
+
+/// Records of one consume pass, flattened.
+#[derive(Default)]
+pub(crate) struct Batch {
+  pub data: Vec<u8>,
+  /// End offset of each record in `data`.
+  pub ends: Vec<u32>,
+  /// The CPU of each record (perf buffers only).
+  pub cpus: Vec<u32>,
+}
+
+/// A batch is sent when it reaches this size, even mid-pass.
+const BATCH_BYTES: usize = 1 << 20;
+/// Consume passes that brought at least this many records count as busy.
+const BUSY_RECORDS: usize = 64;
+
+/// What the poller thread and the JavaScript side of one buffer share.
+pub(crate) struct Sink {
+  pub queue_tx: Sender<Batch>,
+  pub queue_rx: Receiver<Batch>,
+  /// A doorbell call is queued and has not started draining yet.
+  pub scheduled: AtomicBool,
+  pub closed: AtomicBool,
+  /// Records delivered to JavaScript.
+  pub received: AtomicU64,
+  /// Records lost: dropped here (queue full) or by the kernel (perf).
+  pub lost: AtomicU64,
+  /// Losses not yet reported to the `lost` callback, per CPU (index 0 for
+  /// ring buffers).
+  pub unreported_lost: Mutex<Vec<u64>>,
+  pub doorbell: Doorbell,
+}
+
+impl Sink {
+  pub fn new(queue_batches: usize, cpus: usize, doorbell: Doorbell) -> Self {
+    let (queue_tx, queue_rx) = crossbeam_channel::bounded(queue_batches);
+    Sink {
+      queue_tx,
+      queue_rx,
+      scheduled: AtomicBool::new(false),
+      closed: AtomicBool::new(false),
+      received: AtomicU64::new(0),
+      lost: AtomicU64::new(0),
+      unreported_lost: Mutex::new(vec![0; cpus.max(1)]),
+      doorbell,
+    }
+  }
+
+  fn ring(&self) {
+    if !self.scheduled.swap(true, Ordering::AcqRel) {
+      self.doorbell.notify();
+    }
+  }
+
+  fn count_lost(&self, cpu: usize, n: u64) {
+    self.lost.fetch_add(n, Ordering::Relaxed);
+    let mut unreported = self.unreported_lost.lock().unwrap();
+    if let Some(slot) = unreported.get_mut(cpu) {
+      *slot += n;
+    }
+  }
+}
+
+/// Where a source's callbacks put records (the libbpf callback context).
+pub(crate) struct Collector {
+  sink: Arc<Sink>,
+  batch: Batch,
+  per_cpu: bool,
+  records_this_pass: usize,
+}
+
+impl Collector {
+  pub fn new(sink: Arc<Sink>, per_cpu: bool) -> Box<Self> {
+    Box::new(Collector { sink, batch: Batch::default(), per_cpu, records_this_pass: 0 })
+  }
+
+  pub fn push(&mut self, cpu: u32, data: &[u8]) {
+    self.batch.data.extend_from_slice(data);
+    self.batch.ends.push(self.batch.data.len() as u32);
+    if self.per_cpu {
+      self.batch.cpus.push(cpu);
+    }
+    self.records_this_pass += 1;
+    if self.batch.data.len() >= BATCH_BYTES {
+      self.flush();
+    }
+  }
+
+  pub fn kernel_lost(&mut self, cpu: u32, n: u64) {
+    self.sink.count_lost(cpu as usize, n);
+  }
+
+  fn flush(&mut self) {
+    if self.batch.ends.is_empty() {
+      return;
+    }
+    let batch = std::mem::take(&mut self.batch);
+    match self.sink.queue_tx.try_send(batch) {
+      Ok(()) => {}
+      Err(TrySendError::Full(batch)) | Err(TrySendError::Disconnected(batch)) => {
+        if batch.cpus.is_empty() {
+          self.sink.count_lost(0, batch.ends.len() as u64);
+        } else {
+          for cpu in &batch.cpus {
+            self.sink.count_lost(*cpu as usize, 1);
+          }
+        }
+      }
+    }
+    self.sink.ring();
+  }
+
+  /// Sends what this pass collected; returns how many records it had.
+  fn end_pass(&mut self) -> usize {
+    self.flush();
+    if self.sink.lost.load(Ordering::Relaxed) > 0
+      && self.sink.unreported_lost.lock().unwrap().iter().any(|n| *n > 0)
+    {
+      self.sink.ring();
+    }
+    std::mem::take(&mut self.records_this_pass)
+  }
+}
+
+/// A libbpf consumer the poller drives.
+pub(crate) trait Source: Send {
+  /// The epoll fd that becomes readable when records are there.
+  fn epoll_fd(&self) -> i32;
+  /// Consumes every available record into the collector.
+  fn consume(&mut self);
+  fn collector(&mut self) -> &mut Collector;
+}
+
+enum Command {
+  Add(u32, Box<dyn Source>, Duration),
+  Remove(u32, Sender<()>),
+  Stop,
+}
+
+/// The polling thread of one object.
+pub(crate) struct Poller {
+  commands: Sender<Command>,
+  wake: Arc<OwnedFd>,
+  thread: Option<JoinHandle<()>>,
+}
+
+impl Poller {
+  pub fn start() -> std::io::Result<Self> {
+    // SAFETY: plain syscalls; the fds are owned right away.
+    let epoll = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
+    if epoll < 0 {
+      return Err(std::io::Error::last_os_error());
+    }
+    let epoll = unsafe { OwnedFd::from_raw_fd(epoll) };
+    let wake = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
+    if wake < 0 {
+      return Err(std::io::Error::last_os_error());
+    }
+    let wake = Arc::new(unsafe { OwnedFd::from_raw_fd(wake) });
+    epoll_add(&epoll, wake.as_raw_fd(), u64::MAX)?;
+    let (commands, rx) = crossbeam_channel::unbounded();
+    let thread_wake = wake.clone();
+    let thread = std::thread::Builder::new()
+      .name("node-libbpf-poller".into())
+      .spawn(move || run(epoll, thread_wake, rx))?;
+    Ok(Poller { commands, wake, thread: Some(thread) })
+  }
+
+  fn send(&self, command: Command) {
+    let _ = self.commands.send(command);
+    let one = 1u64.to_ne_bytes();
+    // SAFETY: writing 8 bytes to our eventfd.
+    unsafe { libc::write(self.wake.as_raw_fd(), one.as_ptr().cast(), 8) };
+  }
+
+  pub fn add(&self, id: u32, source: Box<dyn Source>, interval: Duration) {
+    self.send(Command::Add(id, source, interval));
+  }
+
+  /// Stops polling a source and frees it; returns once it is freed.
+  pub fn remove(&self, id: u32) {
+    let (ack, done) = crossbeam_channel::bounded(1);
+    self.send(Command::Remove(id, ack));
+    let _ = done.recv();
+  }
+
+  /// Frees every source and ends the thread.
+  pub fn stop(mut self) {
+    self.send(Command::Stop);
+    if let Some(thread) = self.thread.take() {
+      let _ = thread.join();
+    }
+  }
+}
+
+fn epoll_add(epoll: &OwnedFd, fd: i32, data: u64) -> std::io::Result<()> {
+  let mut ev = libc::epoll_event { events: libc::EPOLLIN as u32, u64: data };
+  // SAFETY: valid fds and event.
+  if unsafe { libc::epoll_ctl(epoll.as_raw_fd(), libc::EPOLL_CTL_ADD, fd, &mut ev) } < 0 {
+    return Err(std::io::Error::last_os_error());
+  }
+  Ok(())
+}
+
+struct Entry {
+  id: u32,
+  source: Box<dyn Source>,
+  interval: Duration,
+}
+
+fn run(epoll: OwnedFd, wake: Arc<OwnedFd>, commands: Receiver<Command>) {
+  let mut entries: Vec<Entry> = Vec::new();
+  let mut events = [libc::epoll_event { events: 0, u64: 0 }; 16];
+  let mut busy = false;
+  loop {
+    let interval = entries.iter().map(|e| e.interval).min();
+    if busy {
+      std::thread::sleep(interval.unwrap_or_default());
+    } else {
+      let timeout = interval.map(|d| d.as_millis().max(1) as i32).unwrap_or(-1);
+      // SAFETY: valid epoll fd and event array.
+      unsafe { libc::epoll_wait(epoll.as_raw_fd(), events.as_mut_ptr(), events.len() as i32, timeout) };
+    }
+    let mut counter = [0u8; 8];
+    // SAFETY: reading 8 bytes from our non-blocking eventfd.
+    unsafe { libc::read(wake.as_raw_fd(), counter.as_mut_ptr().cast(), 8) };
+    while let Ok(command) = commands.try_recv() {
+      match command {
+        Command::Add(id, source, interval) => {
+          let _ = epoll_add(&epoll, source.epoll_fd(), u64::from(id));
+          entries.push(Entry { id, source, interval });
+        }
+        Command::Remove(id, ack) => {
+          if let Some(i) = entries.iter().position(|e| e.id == id) {
+            let entry = entries.swap_remove(i);
+            // SAFETY: removing a registered fd.
+            unsafe {
+              libc::epoll_ctl(epoll.as_raw_fd(), libc::EPOLL_CTL_DEL, entry.source.epoll_fd(), std::ptr::null_mut())
+            };
+          }
+          let _ = ack.send(());
+        }
+        Command::Stop => return,
+      }
+    }
+    let mut records = 0;
+    for entry in &mut entries {
+      entry.source.consume();
+      records += entry.source.collector().end_pass();
+    }
+    busy = records >= BUSY_RECORDS;
+  }
+}
