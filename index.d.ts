@@ -72,47 +72,47 @@ export declare class BpfObject {
    * (`__x64_sys_openat`). On a kernel without kprobes this throws ENOTSUP
    * naming the tracepoint to use instead.
    */
-  attachKprobe(funcName: string, prog: ProgramArg, options?: KprobeOptions | undefined | null): BpfLink
+  attachKprobe(funcName: string, prog: BpfProgram | string, options?: KprobeOptions | undefined | null): BpfLink
   /**
    * Attaches a program to the return of kernel function `funcName` (see
    * `attachKprobe`).
    */
-  attachKretprobe(funcName: string, prog: ProgramArg, options?: KprobeOptions | undefined | null): BpfLink
+  attachKretprobe(funcName: string, prog: BpfProgram | string, options?: KprobeOptions | undefined | null): BpfLink
   /**
    * Attaches a `SEC("tp/...")` program to the tracepoint `category:name`
    * (e.g. `syscalls`, `sys_enter_openat`). Mounts tracefs if needed.
    */
-  attachTracepoint(category: string, name: string, prog: ProgramArg): BpfLink
+  attachTracepoint(category: string, name: string, prog: BpfProgram | string): BpfLink
   /**
    * Attaches a `SEC("raw_tp/...")` program to the raw tracepoint `name`
    * (e.g. `sys_enter`, `sched_switch`).
    */
-  attachRawTracepoint(name: string, prog: ProgramArg): BpfLink
+  attachRawTracepoint(name: string, prog: BpfProgram | string): BpfLink
   /**
    * Attaches a program to the entry of a function of a user-space binary
    * or library, by symbol name or by file offset.
    */
-  attachUprobe(binaryPath: string, symbolOrOffset: string | number, prog: ProgramArg, options?: UprobeOptions | undefined | null): BpfLink
+  attachUprobe(binaryPath: string, symbolOrOffset: string | number, prog: BpfProgram | string, options?: UprobeOptions | undefined | null): BpfLink
   /**
    * Attaches a program to the return of a user-space function (see
    * `attachUprobe`).
    */
-  attachUretprobe(binaryPath: string, symbolOrOffset: string | number, prog: ProgramArg, options?: UprobeOptions | undefined | null): BpfLink
+  attachUretprobe(binaryPath: string, symbolOrOffset: string | number, prog: BpfProgram | string, options?: UprobeOptions | undefined | null): BpfLink
   /**
    * Attaches a `SEC("usdt")` program to the USDT probe `provider:name` of a
    * binary.
    */
-  attachUsdt(binaryPath: string, provider: string, name: string, prog: ProgramArg, options?: UprobeOptions | undefined | null): BpfLink
+  attachUsdt(binaryPath: string, provider: string, name: string, prog: BpfProgram | string, options?: UprobeOptions | undefined | null): BpfLink
   /**
    * Attaches a `SEC("perf_event")` program to a sampling perf event: one
    * event per online CPU unless `cpu` or `pid` narrows it.
    */
-  attachPerfEvent(prog: ProgramArg, options?: PerfEventOptions | undefined | null): BpfLink
+  attachPerfEvent(prog: BpfProgram | string, options?: PerfEventOptions | undefined | null): BpfLink
   /**
    * Attaches a program by its `SEC()` name, as libbpf's auto-attach does
    * (`tp/syscalls/sys_enter_openat`, `uprobe/path:func`, `raw_tp/...`).
    */
-  attach(prog: ProgramArg): BpfLink
+  attach(prog: BpfProgram | string): BpfLink
   /**
    * Sets a global variable by name. `const volatile` globals (`.rodata`)
    * only before load; `.data`/`.bss` globals any time. The value must fit

@@ -208,7 +208,7 @@ impl BpfObject {
   pub fn attach_kprobe(
     &self,
     func_name: String,
-    prog: ProgramArg<'_>,
+    #[napi(ts_arg_type = "BpfProgram | string")] prog: ProgramArg<'_>,
     options: Option<KprobeOptions>,
   ) -> Result<BpfLink> {
     Ok(self.kprobe(func_name, prog, false, options)?)
@@ -220,7 +220,7 @@ impl BpfObject {
   pub fn attach_kretprobe(
     &self,
     func_name: String,
-    prog: ProgramArg<'_>,
+    #[napi(ts_arg_type = "BpfProgram | string")] prog: ProgramArg<'_>,
     options: Option<KprobeOptions>,
   ) -> Result<BpfLink> {
     Ok(self.kprobe(func_name, prog, true, options)?)
@@ -229,7 +229,7 @@ impl BpfObject {
   /// Attaches a `SEC("tp/...")` program to the tracepoint `category:name`
   /// (e.g. `syscalls`, `sys_enter_openat`). Mounts tracefs if needed.
   #[napi]
-  pub fn attach_tracepoint(&self, category: String, name: String, prog: ProgramArg<'_>) -> Result<BpfLink> {
+  pub fn attach_tracepoint(&self, category: String, name: String, #[napi(ts_arg_type = "BpfProgram | string")] prog: ProgramArg<'_>) -> Result<BpfLink> {
     if !kernel::tracepoint_exists(&category, &name)? {
       let root = kernel::tracefs_root()?;
       return Err(
@@ -243,14 +243,20 @@ impl BpfObject {
     Ok(self.attach_with(&prog, format!("tracepoint {category}:{name}"), |p| {
       p.attach_tracepoint_with_opts(TracepointCategory::Custom(category.clone()), &name, TracepointOpts::default())
         .map(|l| vec![l])
-        .map_err(|e| BpfError::libbpf(Code::Attach, "tracepoint", &e))
+        .map_err(|e| match crate::error::errno_of(&e) {
+          Some(libc::EEXIST) => BpfError::new(
+            Code::Attach,
+            "the program is already attached to this tracepoint (the kernel takes a program once per tracepoint)",
+          ),
+          _ => BpfError::libbpf(Code::Attach, "tracepoint", &e),
+        })
     })?)
   }
 
   /// Attaches a `SEC("raw_tp/...")` program to the raw tracepoint `name`
   /// (e.g. `sys_enter`, `sched_switch`).
   #[napi]
-  pub fn attach_raw_tracepoint(&self, name: String, prog: ProgramArg<'_>) -> Result<BpfLink> {
+  pub fn attach_raw_tracepoint(&self, name: String, #[napi(ts_arg_type = "BpfProgram | string")] prog: ProgramArg<'_>) -> Result<BpfLink> {
     Ok(self.attach_with(&prog, format!("raw tracepoint {name}"), |p| {
       p.attach_raw_tracepoint(&name).map(|l| vec![l]).map_err(|e| match crate::error::errno_of(&e) {
         Some(libc::ENOENT) => BpfError::new(Code::UnknownName, format!("raw tracepoint {name} does not exist on this kernel")),
@@ -266,7 +272,7 @@ impl BpfObject {
     &self,
     binary_path: String,
     #[napi(ts_arg_type = "string | number")] symbol_or_offset: Either<String, i64>,
-    prog: ProgramArg<'_>,
+    #[napi(ts_arg_type = "BpfProgram | string")] prog: ProgramArg<'_>,
     options: Option<UprobeOptions>,
   ) -> Result<BpfLink> {
     Ok(self.uprobe(binary_path, symbol_or_offset, prog, false, options)?)
@@ -279,7 +285,7 @@ impl BpfObject {
     &self,
     binary_path: String,
     #[napi(ts_arg_type = "string | number")] symbol_or_offset: Either<String, i64>,
-    prog: ProgramArg<'_>,
+    #[napi(ts_arg_type = "BpfProgram | string")] prog: ProgramArg<'_>,
     options: Option<UprobeOptions>,
   ) -> Result<BpfLink> {
     Ok(self.uprobe(binary_path, symbol_or_offset, prog, true, options)?)
@@ -293,7 +299,7 @@ impl BpfObject {
     binary_path: String,
     provider: String,
     name: String,
-    prog: ProgramArg<'_>,
+    #[napi(ts_arg_type = "BpfProgram | string")] prog: ProgramArg<'_>,
     options: Option<UprobeOptions>,
   ) -> Result<BpfLink> {
     let options = options.unwrap_or_default();
@@ -316,7 +322,7 @@ impl BpfObject {
   /// Attaches a `SEC("perf_event")` program to a sampling perf event: one
   /// event per online CPU unless `cpu` or `pid` narrows it.
   #[napi]
-  pub fn attach_perf_event(&self, prog: ProgramArg<'_>, options: Option<PerfEventOptions>) -> Result<BpfLink> {
+  pub fn attach_perf_event(&self, #[napi(ts_arg_type = "BpfProgram | string")] prog: ProgramArg<'_>, options: Option<PerfEventOptions>) -> Result<BpfLink> {
     let options = options.unwrap_or_default();
     let event = options.event.clone().unwrap_or_else(|| "cpu-clock".into());
     let (type_, config) = perf_event_config(&event)?;
@@ -362,7 +368,7 @@ impl BpfObject {
   /// Attaches a program by its `SEC()` name, as libbpf's auto-attach does
   /// (`tp/syscalls/sys_enter_openat`, `uprobe/path:func`, `raw_tp/...`).
   #[napi]
-  pub fn attach(&self, prog: ProgramArg<'_>) -> Result<BpfLink> {
+  pub fn attach(&self, #[napi(ts_arg_type = "BpfProgram | string")] prog: ProgramArg<'_>) -> Result<BpfLink> {
     let name = program_name(&self.state, &prog)?;
     let section = {
       let state = self.state.borrow();

@@ -1,0 +1,45 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* Test program: kprobe, kretprobe, fentry and raw tracepoint handlers, for
+ * the kernel-dependent tests (kprobes and fentry are missing on some
+ * kernels) and the raw tracepoint test. */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+const volatile __u32 target_pid = 0;
+
+__u64 kprobe_hits = 0;
+__u64 kretprobe_hits = 0;
+__u64 raw_tp_hits = 0;
+
+static __always_inline bool trace_allowed(void)
+{
+	return (bpf_get_current_pid_tgid() >> 32) == target_pid;
+}
+
+SEC("kprobe/do_sys_openat2")
+int BPF_KPROBE(handle_kprobe_openat)
+{
+	if (trace_allowed())
+		__sync_fetch_and_add(&kprobe_hits, 1);
+	return 0;
+}
+
+SEC("kretprobe/do_sys_openat2")
+int BPF_KRETPROBE(handle_kretprobe_openat)
+{
+	if (trace_allowed())
+		__sync_fetch_and_add(&kretprobe_hits, 1);
+	return 0;
+}
+
+/* sys_enter raw tracepoint: args[1] is the syscall number */
+SEC("raw_tp/sys_enter")
+int handle_raw_sys_enter(struct bpf_raw_tracepoint_args *ctx)
+{
+	if (trace_allowed() && ctx->args[1] == 110 /* __NR_getppid on x86_64 */)
+		__sync_fetch_and_add(&raw_tp_hits, 1);
+	return 0;
+}
+
+char LICENSE[] SEC("license") = "GPL";

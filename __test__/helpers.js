@@ -1,0 +1,58 @@
+'use strict';
+// Shared by the tests: paths of the compiled test programs and fixtures,
+// waiting for buffered events, and what the kernel holds.
+const path = require('node:path');
+const fs = require('node:fs');
+const { execFileSync } = require('node:child_process');
+
+const root = path.join(__dirname, '..');
+const bpf = require(root);
+
+/** The compiled test program `__test__/bpf/<name>.bpf.c`. */
+function objectPath(name) {
+  return path.join(root, 'bpf', '.output', `${name}.bpf.o`);
+}
+
+/** Builds `__test__/fixtures/<name>.c` with gcc (once) and returns the binary. */
+function buildFixture(name) {
+  const out = path.join(__dirname, '.build', name);
+  const src = path.join(__dirname, 'fixtures', `${name}.c`);
+  if (!fs.existsSync(out) || fs.statSync(out).mtimeMs < fs.statSync(src).mtimeMs) {
+    fs.mkdirSync(path.dirname(out), { recursive: true });
+    execFileSync('gcc', ['-O1', '-g', '-o', out, src]);
+  }
+  return out;
+}
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Waits until `done()` is true, polling every 10 ms, for at most `ms`. */
+async function waitFor(done, ms = 2000) {
+  const end = Date.now() + ms;
+  while (!done() && Date.now() < end) await sleep(10);
+  return done();
+}
+
+/** The ids of the BPF programs and links in the kernel (bpftool). */
+function kernelIds() {
+  const ids = (kind) => JSON.parse(execFileSync('bpftool', ['-j', kind, 'show'], { encoding: 'utf8' }) || '[]').map((x) => x.id);
+  return { progs: ids('prog'), links: ids('link'), maps: ids('map') };
+}
+
+/** Ids in `after` that were not in `before`. */
+function added(before, after) {
+  const seen = new Set(before);
+  return after.filter((id) => !seen.has(id));
+}
+
+/** Asserts that `fn` throws a JS Error with `code`, whose message matches `re`. */
+function throwsCode(assert, fn, code, re) {
+  assert.throws(fn, (e) => {
+    assert.ok(e instanceof Error, 'an Error object');
+    assert.strictEqual(e.code, code, `code of: ${e.message}`);
+    if (re) assert.match(e.message, re);
+    return true;
+  });
+}
+
+module.exports = { bpf, root, objectPath, buildFixture, sleep, waitFor, kernelIds, added, throwsCode };
