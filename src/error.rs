@@ -113,18 +113,19 @@ impl From<napi::Error> for BpfError {
   }
 }
 
-/// The errno at the root of a libbpf-rs error, if any.
+/// The errno at the root of a libbpf-rs error, if any. libbpf-rs keeps the
+/// `io::Error` private and only shows it as text (`... (os error 2)`).
 pub fn errno_of(err: &libbpf_rs::Error) -> Option<i32> {
   let mut source: Option<&(dyn std::error::Error + 'static)> = Some(err);
+  let mut errno = None;
   while let Some(e) = source {
-    if let Some(io) = e.downcast_ref::<std::io::Error>() {
-      if let Some(n) = io.raw_os_error() {
-        return Some(n);
-      }
+    let text = e.to_string();
+    if let Some(rest) = text.rsplit("(os error ").next().filter(|_| text.contains("(os error ")) {
+      errno = rest.trim_end_matches(')').parse().ok().or(errno);
     }
     source = e.source();
   }
-  None
+  errno
 }
 
 /// libbpf-rs's message chain, innermost last, without repeating itself.

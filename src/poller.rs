@@ -11,10 +11,13 @@
 //!
 //! Wakeups: the thread waits in epoll on the buffers, with a timeout (the
 //! poll interval) so that programs submitting with BPF_RB_NO_WAKEUP and perf
-//! buffers below their watermark are still drained. While records keep
-//! coming, it sleeps the interval between passes instead of waiting in epoll:
-//! the ring buffer's adaptive notification then stops waking us (and stops
-//! costing the traced process an interrupt per record).
+//! buffers below their watermark are still drained. After a pass that found
+//! records it sleeps the interval instead of waiting in epoll: the ring
+//! buffer's adaptive notification then stops waking us (and stops costing the
+//! traced process an interrupt per record), and a program that traces this
+//! very process (its event loop wakes for each delivery) is delivered to at
+//! most once per interval instead of feeding itself in a tight loop. The
+//! first record after a quiet spell is delivered at once.
 
 use std::{
   os::fd::{AsRawFd, FromRawFd, OwnedFd},
@@ -42,8 +45,6 @@ pub(crate) struct Batch {
 
 /// A batch is sent when it reaches this size, even mid-pass.
 const BATCH_BYTES: usize = 1 << 20;
-/// Consume passes that brought at least this many records count as busy.
-const BUSY_RECORDS: usize = 64;
 
 /// What the poller thread and the JavaScript side of one buffer share.
 pub(crate) struct Sink {
@@ -279,6 +280,6 @@ fn run(epoll: OwnedFd, wake: Arc<OwnedFd>, commands: Receiver<Command>) {
       entry.source.consume();
       records += entry.source.collector().end_pass();
     }
-    busy = records >= BUSY_RECORDS;
+    busy = records > 0;
   }
 }

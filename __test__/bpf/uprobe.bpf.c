@@ -59,4 +59,19 @@ int handle_io_poll(void *ctx)
 	return 0;
 }
 
+/* one record per return of uv__io_poll: delivering it wakes the loop again */
+SEC("uretprobe")
+int handle_io_poll_return(void *ctx)
+{
+	struct call_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+
+	if (e) {
+		e->pid = bpf_get_current_pid_tgid() >> 32;
+		e->arg = -1;
+		e->ret = 0;
+		bpf_ringbuf_submit(e, 0);
+	}
+	return 0;
+}
+
 char LICENSE[] SEC("license") = "GPL";
