@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use libbpf_rs::{Link, ProgramMut, TracepointCategory, TracepointOpts, UprobeOpts, UsdtOpts};
+use libbpf_rs::{Link, ProgramMut, ProgramType, TracepointCategory, TracepointOpts, UprobeOpts, UsdtOpts};
 use napi::bindgen_prelude::{BigInt, Either};
 use napi_derive::napi;
 
@@ -85,18 +85,39 @@ fn cookie(c: &Option<BigInt>) -> u64 {
   c.as_ref().map(|b| b.get_u64().1).unwrap_or(0)
 }
 
+/// The program types an attach call takes, and the SEC() that makes one.
+struct Expect(&'static [ProgramType], &'static str);
+
+const KPROBE: Expect = Expect(&[ProgramType::Kprobe], "SEC(\"kprobe/...\") or SEC(\"kretprobe/...\")");
+const UPROBE: Expect = Expect(&[ProgramType::Kprobe], "SEC(\"uprobe\") or SEC(\"uretprobe\")");
+const USDT: Expect = Expect(&[ProgramType::Kprobe], "SEC(\"usdt\")");
+const TRACEPOINT: Expect = Expect(&[ProgramType::Tracepoint], "SEC(\"tp/<category>/<name>\")");
+const RAW_TRACEPOINT: Expect =
+  Expect(&[ProgramType::RawTracepoint, ProgramType::RawTracepointWritable, ProgramType::Tracing], "SEC(\"raw_tp/<name>\") or SEC(\"tp_btf/<name>\")");
+const PERF_EVENT: Expect = Expect(&[ProgramType::PerfEvent], "SEC(\"perf_event\")");
+const ANY: Expect = Expect(&[], "");
+
 impl BpfObject {
-  /// Resolves the program, runs `attach` on it and records the links.
+  /// Resolves the program, checks its type, runs `attach` on it and records
+  /// the links.
   fn attach_with(
     &self,
     prog: &ProgramArg<'_>,
     target: String,
+    expect: Expect,
     attach: impl FnOnce(&ProgramMut<'_>) -> BpfResult<Vec<Link>>,
   ) -> BpfResult<BpfLink> {
     let name = program_name(&self.state, prog)?;
     let mut state = self.state.borrow_mut();
     let links = {
       let program = state.program(&name)?;
+      if !expect.0.is_empty() && !expect.0.contains(&program.prog_type()) {
+        let section = program.section().to_string_lossy().into_owned();
+        return err(
+          Code::InvalidArg,
+          format!("program '{name}' is a SEC(\"{section}\") program; attaching it to {target} needs a {} program", expect.1),
+        );
+      }
       attach(&program).map_err(|mut e| {
         e.message = format!("attaching program '{name}' to {target}: {}", e.message);
         e
@@ -114,7 +135,7 @@ impl BpfObject {
       None => func.clone(),
     };
     let opts = libbpf_rs::KprobeOpts { cookie: cookie(&options.unwrap_or_default().cookie), ..Default::default() };
-    self.attach_with(&prog, format!("{kind} {function}"), |p| {
+    self.attach_with(&prog, format!("{kind} {function}"), KPROBE, |p| {
       match p.attach_kprobe_with_opts(retprobe, &function, opts) {
         Ok(link) => Ok(vec![link]),
         Err(e) if !kernel::kprobes_available() => Err(kprobes_unavailable(&func, &function, retprobe, &e)),
@@ -149,7 +170,7 @@ impl BpfObject {
     let pid = options.pid.unwrap_or(-1);
     let opts = UprobeOpts { retprobe, func_name: func_name.clone(), cookie: cookie(&options.cookie), ..Default::default() };
     let description = format!("{kind} {binary}:{what}{}", if pid >= 0 { format!(" (pid {pid})") } else { String::new() });
-    self.attach_with(&prog, description, |p| match p.attach_uprobe_with_opts(pid, &binary, offset, opts) {
+    self.attach_with(&prog, description, UPROBE, |p| match p.attach_uprobe_with_opts(pid, &binary, offset, opts) {
       Ok(link) => Ok(vec![link]),
       Err(e) => Err(match (crate::error::errno_of(&e), &func_name) {
         (Some(libc::ENOENT), Some(symbol)) => BpfError::new(
@@ -240,7 +261,7 @@ impl BpfObject {
         .into(),
       );
     }
-    Ok(self.attach_with(&prog, format!("tracepoint {category}:{name}"), |p| {
+    Ok(self.attach_with(&prog, format!("tracepoint {category}:{name}"), TRACEPOINT, |p| {
       p.attach_tracepoint_with_opts(TracepointCategory::Custom(category.clone()), &name, TracepointOpts::default())
         .map(|l| vec![l])
         .map_err(|e| match crate::error::errno_of(&e) {
@@ -257,7 +278,7 @@ impl BpfObject {
   /// (e.g. `sys_enter`, `sched_switch`).
   #[napi]
   pub fn attach_raw_tracepoint(&self, name: String, #[napi(ts_arg_type = "BpfProgram | string")] prog: ProgramArg<'_>) -> Result<BpfLink> {
-    Ok(self.attach_with(&prog, format!("raw tracepoint {name}"), |p| {
+    Ok(self.attach_with(&prog, format!("raw tracepoint {name}"), RAW_TRACEPOINT, |p| {
       p.attach_raw_tracepoint(&name).map(|l| vec![l]).map_err(|e| match crate::error::errno_of(&e) {
         Some(libc::ENOENT) => BpfError::new(Code::UnknownName, format!("raw tracepoint {name} does not exist on this kernel")),
         _ => BpfError::libbpf(Code::Attach, "raw tracepoint", &e),
@@ -306,7 +327,7 @@ impl BpfObject {
     let binary = resolve_binary(&binary_path)?;
     let pid = options.pid.unwrap_or(-1);
     let opts = UsdtOpts { cookie: cookie(&options.cookie), ..Default::default() };
-    Ok(self.attach_with(&prog, format!("usdt {binary}:{provider}:{name}"), |p| {
+    Ok(self.attach_with(&prog, format!("usdt {binary}:{provider}:{name}"), USDT, |p| {
       p.attach_usdt_with_opts(pid, &binary, &provider, &name, opts).map(|l| vec![l]).map_err(|e| {
         match crate::error::errno_of(&e) {
           Some(libc::ENOENT) => BpfError::new(
@@ -341,7 +362,7 @@ impl BpfObject {
       sample,
       if freq { "Hz" } else { "events/sample" }
     );
-    Ok(self.attach_with(&prog, target, |p| {
+    Ok(self.attach_with(&prog, target, PERF_EVENT, |p| {
       let mut links = Vec::new();
       for cpu in cpus {
         let fd = perf_event_open(type_, config, freq, sample, pid, cpu).map_err(|e| {
@@ -378,7 +399,7 @@ impl BpfObject {
       kernel::tracefs_root()?;
     }
     let kprobe = section.starts_with("kprobe/") || section.starts_with("kretprobe/");
-    Ok(self.attach_with(&prog, format!("SEC(\"{section}\")"), |p| {
+    Ok(self.attach_with(&prog, format!("SEC(\"{section}\")"), ANY, |p| {
       p.attach().map(|l| vec![l]).map_err(|e| {
         if kprobe && !kernel::kprobes_available() {
           let func = section.split_once('/').map(|x| x.1).unwrap_or("");

@@ -100,3 +100,75 @@ pub fn tracepoint_instead_of(func: &str, retprobe: bool) -> Option<(String, Stri
   }
   None
 }
+
+/// What the running kernel supports, found by asking it (loading tiny
+/// programs, creating maps, looking at sysfs and tracefs), not from its
+/// version number.
+#[napi_derive::napi(object)]
+pub struct Features {
+  /// The kernel's own BTF (/sys/kernel/btf/vmlinux): CO-RE works.
+  pub btf: bool,
+  /// tracefs is (or could be) mounted: tracepoints can be attached.
+  pub tracepoints: bool,
+  /// kprobes and kretprobes (CONFIG_KPROBES).
+  pub kprobes: bool,
+  /// uprobes and uretprobes.
+  pub uprobes: bool,
+  /// fentry/fexit programs load (some kernels refuse them with EPERM).
+  pub fentry: bool,
+  /// BPF_MAP_TYPE_RINGBUF maps.
+  pub ring_buffer: bool,
+  /// BPF_MAP_TYPE_PERF_EVENT_ARRAY maps.
+  pub perf_buffer: bool,
+  /// The kernel release (uname -r), for messages.
+  pub release: String,
+}
+
+/// Probes the running kernel for what node-libbpf can use on it.
+#[napi_derive::napi]
+pub fn features() -> Features {
+  crate::libbpf_log::install();
+  let map_type = |t: libbpf_sys::bpf_map_type| unsafe { libbpf_sys::libbpf_probe_bpf_map_type(t, std::ptr::null()) } == 1;
+  Features {
+    btf: Path::new("/sys/kernel/btf/vmlinux").exists(),
+    tracepoints: tracefs_root().is_ok(),
+    kprobes: kprobes_available(),
+    uprobes: Path::new("/sys/bus/event_source/devices/uprobe/type").exists(),
+    fentry: fentry_loads(),
+    ring_buffer: map_type(libbpf_sys::BPF_MAP_TYPE_RINGBUF),
+    perf_buffer: map_type(libbpf_sys::BPF_MAP_TYPE_PERF_EVENT_ARRAY),
+    release: std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default().trim().to_string(),
+  }
+}
+
+/// Loads `return 0` as an fentry program on a kernel function.
+fn fentry_loads() -> bool {
+  let func = CString::new("do_sys_openat2").unwrap();
+  // SAFETY: plain libbpf calls with valid arguments; the fd is closed.
+  unsafe {
+    let btf_id = libbpf_sys::libbpf_find_vmlinux_btf_id(func.as_ptr(), libbpf_sys::BPF_TRACE_FENTRY);
+    if btf_id <= 0 {
+      return false;
+    }
+    let mut insns: [libbpf_sys::bpf_insn; 2] = std::mem::zeroed();
+    insns[0].code = 0xb7; // r0 = 0
+    insns[1].code = 0x95; // exit
+    let mut opts: libbpf_sys::bpf_prog_load_opts = std::mem::zeroed();
+    opts.sz = std::mem::size_of::<libbpf_sys::bpf_prog_load_opts>() as _;
+    opts.expected_attach_type = libbpf_sys::BPF_TRACE_FENTRY;
+    opts.attach_btf_id = btf_id as u32;
+    let license = CString::new("GPL").unwrap();
+    let fd = libbpf_sys::bpf_prog_load(
+      libbpf_sys::BPF_PROG_TYPE_TRACING,
+      std::ptr::null(),
+      license.as_ptr(),
+      insns.as_ptr(),
+      2,
+      &mut opts,
+    );
+    if fd >= 0 {
+      libc::close(fd);
+    }
+    fd >= 0
+  }
+}

@@ -1,0 +1,57 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* Test program: one numbered record per getppid call of one process, to a
+ * ring buffer or a perf buffer, counting what the kernel could not take. */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include "stream.h"
+
+const volatile __u32 target_pid = 0;
+/* 1: ring buffer, 2: perf buffer */
+const volatile __u32 sink = 1;
+/* submit ring records without waking the reader (BPF_RB_NO_WAKEUP) */
+const volatile bool no_wakeup = false;
+
+__u64 seq = 0;
+__u64 ring_full = 0;
+__u64 perf_errors = 0;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 256 * 1024);
+} events SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERF_EVENT_ARRAY);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, sizeof(__u32));
+} perf_events SEC(".maps");
+
+SEC("tp/syscalls/sys_enter_getppid")
+int handle_enter_getppid(void *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct stream_event *e, rec;
+
+	if ((id >> 32) != target_pid)
+		return 0;
+	rec.pid = id >> 32;
+	rec.tid = (__u32)id;
+	rec.ts = bpf_ktime_get_ns();
+	rec.seq = __sync_fetch_and_add(&seq, 1);
+	if (sink == 2) {
+		if (bpf_perf_event_output(ctx, &perf_events, BPF_F_CURRENT_CPU, &rec, sizeof(rec)))
+			__sync_fetch_and_add(&perf_errors, 1);
+		return 0;
+	}
+	/* reserve sample from BPF ringbuf */
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		__sync_fetch_and_add(&ring_full, 1);
+		return 0;
+	}
+	*e = rec;
+	bpf_ringbuf_submit(e, no_wakeup ? BPF_RB_NO_WAKEUP : 0);
+	return 0;
+}
+
+char LICENSE[] SEC("license") = "GPL";
