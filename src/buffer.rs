@@ -267,6 +267,7 @@ fn drain(sink: &Sink, per_cpu: bool) -> DispatchArgs {
 struct RingSource {
   rb: *mut libbpf_sys::ring_buffer,
   collector: Box<Collector>,
+  capacity: usize,
 }
 
 // SAFETY: the ring buffer is used by one thread at a time (created here,
@@ -289,7 +290,8 @@ impl RingSource {
       let e = std::io::Error::last_os_error();
       return err(Code::Buffer, format!("ring_buffer__new: {e}"));
     }
-    Ok(RingSource { rb, collector })
+    let capacity = unsafe { libbpf_sys::ring__size(libbpf_sys::ring_buffer__ring(rb, 0)) } as usize;
+    Ok(RingSource { rb, collector, capacity })
   }
 }
 
@@ -299,6 +301,9 @@ impl Source for RingSource {
   }
   fn consume(&mut self) {
     unsafe { libbpf_sys::ring_buffer__consume(self.rb) };
+  }
+  fn capacity(&self) -> usize {
+    self.capacity
   }
   fn collector(&mut self) -> &mut Collector {
     &mut self.collector
@@ -316,6 +321,7 @@ impl Drop for RingSource {
 struct PerfSource {
   pb: *mut libbpf_sys::perf_buffer,
   collector: Box<Collector>,
+  capacity: usize,
 }
 
 // SAFETY: as RingSource.
@@ -373,7 +379,8 @@ impl PerfSource {
       let e = std::io::Error::from_raw_os_error((-code as i32).max(1));
       return err(Code::Buffer, format!("perf_buffer__new: {e}"));
     }
-    Ok(PerfSource { pb, collector })
+    let capacity = page_count as usize * unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
+    Ok(PerfSource { pb, collector, capacity })
   }
 }
 
@@ -383,6 +390,9 @@ impl Source for PerfSource {
   }
   fn consume(&mut self) {
     unsafe { libbpf_sys::perf_buffer__consume(self.pb) };
+  }
+  fn capacity(&self) -> usize {
+    self.capacity
   }
   fn collector(&mut self) -> &mut Collector {
     &mut self.collector

@@ -12,12 +12,14 @@
 //! Wakeups: the thread waits in epoll on the buffers, with a timeout (the
 //! poll interval) so that programs submitting with BPF_RB_NO_WAKEUP and perf
 //! buffers below their watermark are still drained. After a pass that found
-//! records it sleeps the interval instead of waiting in epoll: the ring
-//! buffer's adaptive notification then stops waking us (and stops costing the
-//! traced process an interrupt per record), and a program that traces this
-//! very process (its event loop wakes for each delivery) is delivered to at
-//! most once per interval instead of feeding itself in a tight loop. The
-//! first record after a quiet spell is delivered at once.
+//! records it sleeps instead of waiting in epoll: the ring buffer's adaptive
+//! notification then stops waking us (and stops costing the traced process
+//! an interrupt per record), and a program that traces this very process
+//! (its event loop wakes for each delivery) is delivered to at most once per
+//! interval instead of feeding itself in a tight loop. The sleep is the poll
+//! interval, shortened so that at the rate just measured no buffer gets more
+//! than a quarter full before the next pass. The first record after a quiet
+//! spell is delivered at once.
 
 use std::{
   os::fd::{AsRawFd, FromRawFd, OwnedFd},
@@ -26,7 +28,7 @@ use std::{
     Arc, Mutex,
   },
   thread::JoinHandle,
-  time::Duration,
+  time::{Duration, Instant},
 };
 
 use crossbeam_channel::{Receiver, Sender, TrySendError};
@@ -99,11 +101,23 @@ pub(crate) struct Collector {
   batch: Batch,
   per_cpu: bool,
   records_this_pass: usize,
+  /// Buffer bytes consumed this pass (records and their headers).
+  bytes_this_pass: usize,
 }
+
+/// What one pass over a source found.
+pub(crate) struct Pass {
+  pub records: usize,
+  pub bytes: usize,
+}
+
+/// Kernel-side bytes a record takes beyond its data (ring or perf header,
+/// alignment), for the fill-rate estimate.
+const RECORD_OVERHEAD: usize = 16;
 
 impl Collector {
   pub fn new(sink: Arc<Sink>, per_cpu: bool) -> Box<Self> {
-    Box::new(Collector { sink, batch: Batch::default(), per_cpu, records_this_pass: 0 })
+    Box::new(Collector { sink, batch: Batch::default(), per_cpu, records_this_pass: 0, bytes_this_pass: 0 })
   }
 
   pub fn push(&mut self, cpu: u32, data: &[u8]) {
@@ -113,6 +127,7 @@ impl Collector {
       self.batch.cpus.push(cpu);
     }
     self.records_this_pass += 1;
+    self.bytes_this_pass += data.len() + RECORD_OVERHEAD;
     if self.batch.data.len() >= BATCH_BYTES {
       self.flush();
     }
@@ -142,15 +157,15 @@ impl Collector {
     self.sink.ring();
   }
 
-  /// Sends what this pass collected; returns how many records it had.
-  fn end_pass(&mut self) -> usize {
+  /// Sends what this pass collected.
+  fn end_pass(&mut self) -> Pass {
     self.flush();
     if self.sink.lost.load(Ordering::Relaxed) > 0
       && self.sink.unreported_lost.lock().unwrap().iter().any(|n| *n > 0)
     {
       self.sink.ring();
     }
-    std::mem::take(&mut self.records_this_pass)
+    Pass { records: std::mem::take(&mut self.records_this_pass), bytes: std::mem::take(&mut self.bytes_this_pass) }
   }
 }
 
@@ -160,6 +175,8 @@ pub(crate) trait Source: Send {
   fn epoll_fd(&self) -> i32;
   /// Consumes every available record into the collector.
   fn consume(&mut self);
+  /// Bytes the kernel buffer holds (per CPU for perf buffers).
+  fn capacity(&self) -> usize;
   fn collector(&mut self) -> &mut Collector;
 }
 
@@ -243,15 +260,19 @@ struct Entry {
 fn run(epoll: OwnedFd, wake: Arc<OwnedFd>, commands: Receiver<Command>) {
   let mut entries: Vec<Entry> = Vec::new();
   let mut events = [libc::epoll_event { events: 0, u64: 0 }; 16];
-  let mut busy = false;
+  // Some(d): the last pass found records; sleep d instead of waiting in epoll
+  let mut nap: Option<Duration> = None;
+  let mut last_pass = Instant::now();
   loop {
     let interval = entries.iter().map(|e| e.interval).min();
-    if busy {
-      std::thread::sleep(interval.unwrap_or_default());
+    if let Some(nap) = nap {
+      std::thread::sleep(nap);
     } else {
       let timeout = interval.map(|d| d.as_millis().max(1) as i32).unwrap_or(-1);
       // SAFETY: valid epoll fd and event array.
       unsafe { libc::epoll_wait(epoll.as_raw_fd(), events.as_mut_ptr(), events.len() as i32, timeout) };
+      // what is there now came in since the wakeup: rate it from here
+      last_pass = Instant::now();
     }
     let mut counter = [0u8; 8];
     // SAFETY: reading 8 bytes from our non-blocking eventfd.
@@ -275,11 +296,19 @@ fn run(epoll: OwnedFd, wake: Arc<OwnedFd>, commands: Receiver<Command>) {
         Command::Stop => return,
       }
     }
-    let mut records = 0;
+    let elapsed = last_pass.elapsed().max(Duration::from_micros(1));
+    last_pass = Instant::now();
+    nap = None;
     for entry in &mut entries {
       entry.source.consume();
-      records += entry.source.collector().end_pass();
+      let pass = entry.source.collector().end_pass();
+      if pass.records > 0 {
+        // time for the buffer to fill a quarter at the rate just seen
+        let quarter = entry.source.capacity() as f64 / 4.0;
+        let fill = Duration::from_secs_f64(quarter * elapsed.as_secs_f64() / pass.bytes as f64);
+        let sleep = fill.min(entry.interval);
+        nap = Some(nap.map_or(sleep, |n: Duration| n.min(sleep)));
+      }
     }
-    busy = records > 0;
   }
 }

@@ -17,7 +17,7 @@ __u64 perf_errors = 0;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 256 * 1024);
+	__uint(max_entries, 4 * 1024 * 1024);
 } events SEC(".maps");
 
 struct {

@@ -1,0 +1,143 @@
+'use strict';
+// Ring and perf buffers under load: every record accounted for (received +
+// lost == made), bounded memory with a slow callback, records submitted
+// without wakeups still delivered, and callback exceptions surfacing as
+// 'uncaughtException' without stopping delivery.
+const test = require('node:test');
+const assert = require('node:assert');
+const { spawn } = require('node:child_process');
+const { bpf, objectPath, buildFixture, waitFor, root } = require('./helpers');
+
+/** Starts getppid_loop for `n` calls, waiting on stdin. */
+function loop(n) {
+  const child = spawn(buildFixture('getppid_loop'), [String(n)], { stdio: ['pipe', 'pipe', 'inherit'] });
+  let out = '';
+  child.stdout.on('data', (d) => (out += d));
+  const exited = new Promise((resolve) => child.on('exit', (code) => resolve({ code, nsPerCall: parseFloat(out) })));
+  return { child, exited, go: () => child.stdin.end('go\n') };
+}
+
+/** Loads stream.bpf.o for `pid` with the given rodata. */
+function streamer(pid, { sink = 1, noWakeup = false } = {}) {
+  const obj = bpf.loadBpfProgram(objectPath('stream'));
+  obj.setGlobalVariable('target_pid', pid);
+  obj.setGlobalVariable('sink', sink);
+  obj.setGlobalVariable('no_wakeup', noWakeup);
+  obj.attachTracepoint('syscalls', 'sys_enter_getppid', 'handle_enter_getppid');
+  return obj;
+}
+
+/** Checks that the seq numbers seen are distinct and in range. */
+function checkSeqs(seqs, n) {
+  assert.strictEqual(new Set(seqs).size, seqs.length, 'no record twice');
+  assert.ok(seqs.every((s) => s >= 0 && s < n));
+}
+
+test('ring buffer (4 MiB): 200k records at full speed, all received in order, none lost', async (t) => {
+  const N = 200_000;
+  const { child, exited, go } = loop(N);
+  const obj = streamer(child.pid);
+  t.after(() => obj.close());
+  let expected = 0;
+  let outOfOrder = 0;
+  const rb = obj.getMap('events').openRingBuffer((d) => {
+    if (Number(d.readBigUInt64LE(16)) !== expected) outOfOrder++;
+    expected++;
+  });
+  go();
+  const { nsPerCall } = await exited;
+  await waitFor(() => rb.received >= N, 5000);
+  t.diagnostic(`traced loop: ${nsPerCall} ns per getppid`);
+  assert.strictEqual(obj.getGlobalVariable('ring_full'), 0n);
+  assert.strictEqual(rb.received, N);
+  assert.strictEqual(rb.lost, 0);
+  assert.strictEqual(outOfOrder, 0);
+});
+
+test('ring buffer with BPF_RB_NO_WAKEUP: delivered by the periodic pass', async (t) => {
+  const N = 1000;
+  const { child, exited, go } = loop(N);
+  const obj = streamer(child.pid, { noWakeup: true });
+  t.after(() => obj.close());
+  const seqs = [];
+  const rb = obj.getMap('events').openRingBuffer((d) => seqs.push(Number(d.readBigUInt64LE(16))), { pollInterval: 20 });
+  go();
+  await exited;
+  assert.ok(await waitFor(() => seqs.length === N, 2000), `got ${seqs.length} of ${N}`);
+  rb.close();
+  checkSeqs(seqs, N);
+});
+
+test('perf buffer: every record received or reported lost, with a byte watermark', async (t) => {
+  const N = 100_000;
+  const { child, exited, go } = loop(N);
+  const obj = streamer(child.pid, { sink: 2 });
+  t.after(() => obj.close());
+  const seqs = [];
+  let lost = 0;
+  const pb = obj.getMap('perf_events').openPerfBuffer((cpu, d) => seqs.push(Number(d.readBigUInt64LE(16))), {
+    pageCount: 256, // 1 MiB per CPU, as the 4 MiB ring buffer of the other tests
+    lost: (cpu, n) => (lost += n),
+  });
+  go();
+  const { nsPerCall } = await exited;
+  await waitFor(() => seqs.length + lost >= N, 5000);
+  pb.close();
+  t.diagnostic(`perf buffer: ${seqs.length} received, ${lost} lost, traced loop ${nsPerCall} ns per call`);
+  assert.strictEqual(obj.getGlobalVariable('perf_errors'), 0n);
+  assert.strictEqual(seqs.length + lost, N);
+  assert.strictEqual(pb.received + pb.lost, N);
+  checkSeqs(seqs, N);
+});
+
+test('a slow callback: records are dropped and counted, memory stays bounded', async (t) => {
+  const N = 300_000;
+  const { child, exited, go } = loop(N);
+  const obj = streamer(child.pid);
+  t.after(() => obj.close());
+  let received = 0;
+  let lostReported = 0;
+  const rssBefore = process.memoryUsage().rss;
+  let rssMax = rssBefore;
+  const rb = obj.getMap('events').openRingBuffer(
+    () => {
+      received++;
+      const end = process.hrtime.bigint() + 20_000n; // 20 µs of work per record
+      while (process.hrtime.bigint() < end);
+      if ((received & 1023) === 0) rssMax = Math.max(rssMax, process.memoryUsage().rss);
+    },
+    { queueSize: 4, lost: (n) => (lostReported += n) },
+  );
+  go();
+  await exited;
+  const ringFull = () => Number(obj.getGlobalVariable('ring_full'));
+  await waitFor(() => received + rb.lost + ringFull() >= N, 20_000);
+  rb.close();
+  t.diagnostic(`slow callback: ${received} received, ${rb.lost} dropped here, ${ringFull()} refused by the full ring, RSS +${((rssMax - rssBefore) / 1e6).toFixed(1)} MB`);
+  assert.strictEqual(received + rb.lost + ringFull(), N, 'received + lost == N exactly');
+  assert.ok(rb.lost > 0, 'JavaScript fell behind and records were dropped');
+  assert.strictEqual(lostReported, rb.lost, 'the lost callback reported every drop');
+  assert.ok(rssMax - rssBefore < 100e6, 'RSS growth under 100 MB');
+});
+
+test('an exception in a callback is an uncaughtException; delivery goes on', async () => {
+  const child = spawn(process.execPath, ['-e', `
+    const bpf = require(${JSON.stringify(root)});
+    const fs = require('fs');
+    const obj = bpf.loadBpfProgram(${JSON.stringify(objectPath('openat'))});
+    obj.setGlobalVariable('target_pid', process.pid);
+    obj.setGlobalVariable('sinks', 1);
+    obj.attachTracepoint('syscalls', 'sys_enter_openat', 'handle_enter_openat');
+    obj.attachTracepoint('syscalls', 'sys_exit_openat', 'handle_exit_openat');
+    let calls = 0, caught = 0;
+    process.on('uncaughtException', (e) => { if (e.message === 'boom') caught++; });
+    obj.getMap('rb_events').openRingBuffer(() => { calls++; throw new Error('boom'); });
+    for (let i = 0; i < 5; i++) fs.closeSync(fs.openSync('/etc/hostname', 'r'));
+    setTimeout(() => { console.log(JSON.stringify({ calls, caught })); obj.close(); }, 500);
+  `], { stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  child.stdout.on('data', (d) => (out += d));
+  const code = await new Promise((resolve) => child.on('exit', resolve));
+  assert.strictEqual(code, 0);
+  assert.deepStrictEqual(JSON.parse(out), { calls: 5, caught: 5 });
+});
