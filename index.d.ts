@@ -184,6 +184,33 @@ export declare class EventBuffer {
   get closed(): boolean
 }
 
+/** Probes the running kernel for what node-libbpf can use on it. */
+export declare function features(): Features
+
+/**
+ * What the running kernel supports, found by asking it (loading tiny
+ * programs, creating maps, looking at sysfs and tracefs), not from its
+ * version number.
+ */
+export interface Features {
+  /** The kernel's own BTF (/sys/kernel/btf/vmlinux): CO-RE works. */
+  btf: boolean
+  /** tracefs is (or could be) mounted: tracepoints can be attached. */
+  tracepoints: boolean
+  /** kprobes and kretprobes (CONFIG_KPROBES). */
+  kprobes: boolean
+  /** uprobes and uretprobes. */
+  uprobes: boolean
+  /** fentry/fexit programs load (some kernels refuse them with EPERM). */
+  fentry: boolean
+  /** BPF_MAP_TYPE_RINGBUF maps. */
+  ringBuffer: boolean
+  /** BPF_MAP_TYPE_PERF_EVENT_ARRAY maps. */
+  perfBuffer: boolean
+  /** The kernel release (uname -r), for messages. */
+  release: string
+}
+
 /** A global variable of the object. */
 export interface GlobalInfo {
   name: string

@@ -840,4 +840,5 @@ module.exports.BpfMap = nativeBinding.BpfMap
 module.exports.BpfObject = nativeBinding.BpfObject
 module.exports.BpfProgram = nativeBinding.BpfProgram
 module.exports.EventBuffer = nativeBinding.EventBuffer
+module.exports.features = nativeBinding.features
 module.exports.loadBpfProgram = nativeBinding.loadBpfProgram
