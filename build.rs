@@ -38,9 +38,12 @@ fn main() {
                 continue;
             };
             println!("cargo:rerun-if-changed={}", path.display());
+            // compiled aside, then renamed: a running example never sees half a file
+            let obj = out.join(format!("{stem}.bpf.o"));
+            let partial = out.join(format!(".{stem}.bpf.o.partial"));
             SkeletonBuilder::new()
                 .source(&path)
-                .obj(out.join(format!("{stem}.bpf.o")))
+                .obj(&partial)
                 .clang_args([
                     format!("-I{}", out.display()),
                     format!("-I{}", root.join("bpf").display()),
@@ -49,6 +52,7 @@ fn main() {
                 ])
                 .build()
                 .unwrap_or_else(|e| panic!("compiling {}: {e:#}", path.display()));
+            fs::rename(&partial, &obj).expect("rename compiled BPF object");
         }
     }
 }

@@ -134,7 +134,10 @@ export declare class BpfObject {
   get loaded(): boolean
   /** Whether `close()` was called. */
   get closed(): boolean
-  /** The programs of the object, keyed by their C function name. */
+  /**
+   * The programs of the object, keyed by their C function name, in ELF
+   * order.
+   */
   get programs(): Record<string, BpfProgram>
   /** The names of the object's maps (data-section maps excluded). */
   get mapNames(): Array<string>

@@ -87,6 +87,12 @@ test('wrong argument types are errors with a code, not crashes', (t) => {
   }
 });
 
+test('an undefined program (a misspelled obj.programs.x) lists the programs', (t) => {
+  const obj = bpf.loadBpfProgram(objectPath('openat'));
+  t.after(() => obj.close());
+  throwsCode(assert, () => obj.attachTracepoint('syscalls', 'sys_enter_openat', obj.programs.handle_enter_opneat), 'ERR_INVALID_ARG_TYPE', /program argument is undefined.*handle_enter_openat, handle_exit_openat/);
+});
+
 test('a program of another object is refused', (t) => {
   const a = bpf.loadBpfProgram(objectPath('openat'));
   const b = bpf.loadBpfProgram(objectPath('openat'));

@@ -4,7 +4,8 @@
 use std::{cell::RefCell, collections::BTreeMap, path::Path, rc::Rc, sync::Arc};
 
 use libbpf_rs::{AsRawLibbpf, Link, Map, MapCore, Object, ObjectBuilder, OpenObject, ProgramMut};
-use napi::bindgen_prelude::{Buffer, Either};
+use napi::bindgen_prelude::{Buffer, Either, Object as JsObject};
+use napi::Env;
 use napi_derive::napi;
 
 use crate::{
@@ -329,17 +330,17 @@ impl BpfObject {
     matches!(self.state.borrow().stage, Stage::Closed)
   }
 
-  /// The programs of the object, keyed by their C function name.
+  /// The programs of the object, keyed by their C function name, in ELF
+  /// order.
   #[napi(getter, ts_return_type = "Record<string, BpfProgram>")]
-  pub fn programs(&self) -> std::collections::HashMap<String, BpfProgram> {
+  pub fn programs<'env>(&self, env: &'env Env) -> Result<JsObject<'env>> {
     let state = self.state.borrow();
-    state
-      .programs
-      .iter()
-      .map(|(name, section)| {
-        (name.clone(), BpfProgram { state: self.state.clone(), name: name.clone(), section: section.clone() })
-      })
-      .collect()
+    let mut programs = JsObject::new(env).map_err(BpfError::from)?;
+    for (name, section) in &state.programs {
+      let program = BpfProgram { state: self.state.clone(), name: name.clone(), section: section.clone() };
+      programs.set(name, program).map_err(BpfError::from)?;
+    }
+    Ok(programs)
   }
 
   /// The names of the object's maps (data-section maps excluded).
@@ -386,16 +387,30 @@ impl BpfProgram {
   }
 }
 
-/// A program argument: a `BpfProgram` of this object or a program name.
-pub(crate) type ProgramArg<'a> = Either<String, &'a BpfProgram>;
+/// A program argument: a `BpfProgram` of this object or a program name
+/// (`None`: the caller passed undefined, typically a misspelled
+/// `obj.programs.<name>`).
+pub(crate) type ProgramArg<'a> = Option<Either<String, &'a BpfProgram>>;
 
 pub(crate) fn program_name(state: &Shared, prog: &ProgramArg<'_>) -> BpfResult<String> {
   match prog {
-    Either::A(name) => Ok(name.clone()),
-    Either::B(p) if Rc::ptr_eq(&p.state, state) => Ok(p.name.clone()),
-    Either::B(p) => err(
+    Some(Either::A(name)) => Ok(name.clone()),
+    Some(Either::B(p)) if Rc::ptr_eq(&p.state, state) => Ok(p.name.clone()),
+    Some(Either::B(p)) => err(
       Code::InvalidArg,
       format!("program '{}' belongs to another BPF object: attach it through that object", p.name),
     ),
+    None => {
+      let state = state.borrow();
+      let known: Vec<_> = state.programs.iter().map(|(n, _)| n.as_str()).collect();
+      err(
+        Code::InvalidArg,
+        format!(
+          "the program argument is undefined (a misspelled obj.programs.<name>?); {} has the programs: {}",
+          state.source,
+          known.join(", ")
+        ),
+      )
+    }
   }
 }

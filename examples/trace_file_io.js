@@ -1,0 +1,83 @@
+'use strict';
+// Traces the file I/O of a Node.js process: how long each openat, read,
+// write and close took, through a perf buffer. Needs root.
+//   node examples/trace_file_io.js [--pid N] [--duration S] [--json]
+const fs = require('fs');
+const path = require('path');
+const bpf = require(path.join(__dirname, '..'));
+const tools = require(path.join(__dirname, '..', 'lib', 'tools'));
+
+// enum file_io_syscall in bpf/file_io.h
+const SYSCALLS = ['openat', 'read', 'write', 'close'];
+
+// openat's flags besides the access mode; O_CLOEXEC is not in fs.constants
+const ACCESS_MODES = ['O_RDONLY', 'O_WRONLY', 'O_RDWR'];
+const { O_CREAT, O_EXCL, O_NOCTTY, O_TRUNC, O_APPEND, O_NONBLOCK, O_SYNC, O_DSYNC, O_DIRECTORY, O_NOFOLLOW, O_DIRECT, O_NOATIME } =
+  fs.constants;
+const O_FLAGS = { O_CREAT, O_EXCL, O_NOCTTY, O_TRUNC, O_APPEND, O_NONBLOCK, O_SYNC, O_DSYNC, O_DIRECTORY, O_NOFOLLOW, O_DIRECT, O_NOATIME, O_CLOEXEC: 0o2000000 };
+
+/** openat's flags by name: `O_WRONLY|O_CREAT|O_TRUNC|O_CLOEXEC`. */
+function openFlags(flags) {
+  return [ACCESS_MODES[flags & 3] ?? 'O_ACCMODE', tools.flagNames(flags & ~3, O_FLAGS, '')].filter(Boolean).join('|');
+}
+
+/** struct file_io_event (bpf/file_io.h) from the record's bytes. */
+function decode(data) {
+  const syscall = SYSCALLS[data.readUInt32LE(0)];
+  return {
+    syscall,
+    pid: data.readUInt32LE(4),
+    tid: data.readUInt32LE(8),
+    duration_ns: Number(data.readBigUInt64LE(16)),
+    ret: Number(data.readBigInt64LE(24)),
+    ...(syscall !== 'openat' && { fd: data.readInt32LE(12) }),
+    ...(syscall === 'openat' && {
+      flags: openFlags(data.readUInt32LE(32)),
+      mode: data.readUInt32LE(36),
+      filename: tools.cString(data, 56, 256),
+    }),
+    comm: tools.cString(data, 40, 16),
+  };
+}
+
+/** The text after "openat took 0.015 ms". */
+function details(e) {
+  const ret = `(ret=${tools.formatRet(e.ret)})`;
+  if (e.syscall !== 'openat') return `${ret} fd=${e.fd}`;
+  const mode = e.flags.includes('O_CREAT') ? ` mode=0${e.mode.toString(8)}` : '';
+  return `${ret} file=${e.filename} flags=${e.flags}${mode}`;
+}
+
+async function main() {
+  const opts = tools.parseArgs('Prints every openat, read, write and close of a process, with its latency.');
+  const target = await tools.traceTarget(opts, path.join(__dirname, 'workloads', 'file_io.js'));
+  const summary = new tools.LatencySummary(SYSCALLS);
+  let obj, events;
+  try {
+    obj = bpf.loadBpfProgram(path.join(__dirname, '..', 'bpf', '.output', 'file_io.bpf.o'));
+    obj.setGlobalVariable('target_pid', target.pid);
+    for (const name of SYSCALLS) {
+      obj.attachTracepoint('syscalls', `sys_enter_${name}`, obj.programs[`handle_enter_${name}`]);
+      obj.attachTracepoint('syscalls', `sys_exit_${name}`, obj.programs[`handle_exit_${name}`]);
+    }
+    events = obj.getMap('events').openPerfBuffer(
+      (cpu, data) => {
+        const event = decode(data);
+        summary.add(event.syscall, event.duration_ns);
+        tools.printEvent(opts, event, details);
+      },
+      { lost: (cpu, count) => console.error(`lost ${count} records on CPU ${cpu}`) },
+    );
+    await tools.untilStopped(opts, target);
+  } finally {
+    events?.close();
+    obj?.close();
+    target.stop();
+  }
+  summary.print(opts);
+}
+
+main().catch((err) => {
+  console.error(`trace_file_io: ${err.code ? `${err.code}: ` : ''}${err.message}`);
+  process.exitCode = 1;
+});

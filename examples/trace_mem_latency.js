@@ -1,0 +1,94 @@
+'use strict';
+// Traces how a Node.js process maps and returns memory (V8's heap, Buffers,
+// malloc): how long each mmap, munmap and madvise took, through a ring
+// buffer. Needs root.
+//   node examples/trace_mem_latency.js [--pid N] [--duration S] [--json]
+const path = require('path');
+const bpf = require(path.join(__dirname, '..'));
+const tools = require(path.join(__dirname, '..', 'lib', 'tools'));
+
+// enum mem_syscall in bpf/mem_latency.h
+const SYSCALLS = ['mmap', 'munmap', 'madvise'];
+
+// <sys/mman.h> (x86_64 and arm64 values)
+const PROT = { PROT_READ: 0x1, PROT_WRITE: 0x2, PROT_EXEC: 0x4 };
+const MAP = {
+  MAP_SHARED_VALIDATE: 0x3, MAP_SHARED: 0x1, MAP_PRIVATE: 0x2, MAP_FIXED: 0x10, MAP_ANONYMOUS: 0x20,
+  MAP_32BIT: 0x40, MAP_GROWSDOWN: 0x100, MAP_DENYWRITE: 0x800, MAP_EXECUTABLE: 0x1000, MAP_LOCKED: 0x2000,
+  MAP_NORESERVE: 0x4000, MAP_POPULATE: 0x8000, MAP_NONBLOCK: 0x10000, MAP_STACK: 0x20000,
+  MAP_HUGETLB: 0x40000, MAP_SYNC: 0x80000, MAP_FIXED_NOREPLACE: 0x100000,
+};
+const MADV = {
+  0: 'MADV_NORMAL', 1: 'MADV_RANDOM', 2: 'MADV_SEQUENTIAL', 3: 'MADV_WILLNEED', 4: 'MADV_DONTNEED',
+  8: 'MADV_FREE', 9: 'MADV_REMOVE', 10: 'MADV_DONTFORK', 11: 'MADV_DOFORK', 12: 'MADV_MERGEABLE',
+  13: 'MADV_UNMERGEABLE', 14: 'MADV_HUGEPAGE', 15: 'MADV_NOHUGEPAGE', 16: 'MADV_DONTDUMP', 17: 'MADV_DODUMP',
+  18: 'MADV_WIPEONFORK', 19: 'MADV_KEEPONFORK', 20: 'MADV_COLD', 21: 'MADV_PAGEOUT',
+  22: 'MADV_POPULATE_READ', 23: 'MADV_POPULATE_WRITE', 24: 'MADV_DONTNEED_LOCKED', 25: 'MADV_COLLAPSE',
+};
+
+/** struct mem_event (bpf/mem_latency.h) from the record's bytes. */
+function decode(data) {
+  const syscall = SYSCALLS[data.readUInt32LE(0)];
+  const advice = data.readUInt32LE(56);
+  return {
+    syscall,
+    pid: data.readUInt32LE(4),
+    tid: data.readUInt32LE(8),
+    duration_ns: Number(data.readBigUInt64LE(16)),
+    ret: Number(data.readBigInt64LE(24)), // mmap: the address (below 2^53 on 64-bit Linux)
+    addr: Number(data.readBigUInt64LE(32)),
+    len: Number(data.readBigUInt64LE(40)),
+    ...(syscall === 'mmap' && {
+      prot: tools.flagNames(data.readUInt32LE(48), PROT, 'PROT_NONE'),
+      flags: tools.flagNames(data.readUInt32LE(52), MAP),
+      fd: data.readInt32LE(12),
+    }),
+    ...(syscall === 'madvise' && { advice: MADV[advice] ?? String(advice) }),
+    comm: tools.cString(data, 64, 16),
+  };
+}
+
+const hex = (n) => `0x${n.toString(16)}`;
+
+/** The text after "mmap took 0.015 ms". */
+function details(e) {
+  const ret = e.syscall === 'mmap' && e.ret >= 0 ? hex(e.ret) : tools.formatRet(e.ret);
+  const range = `addr=${hex(e.addr)} len=${e.len}`;
+  if (e.syscall === 'mmap') return `(ret=${ret}) ${range} ${e.prot} ${e.flags}${e.fd >= 0 ? ` fd=${e.fd}` : ''}`;
+  if (e.syscall === 'madvise') return `(ret=${ret}) ${range} ${e.advice}`;
+  return `(ret=${ret}) ${range}`;
+}
+
+async function main() {
+  const opts = tools.parseArgs('Prints every mmap, munmap and madvise of a process, with its latency.');
+  const target = await tools.traceTarget(opts, path.join(__dirname, 'workloads', 'mem.js'), ['--expose-gc']);
+  const summary = new tools.LatencySummary(SYSCALLS);
+  let obj, events;
+  try {
+    obj = bpf.loadBpfProgram(path.join(__dirname, '..', 'bpf', '.output', 'mem_latency.bpf.o'));
+    obj.setGlobalVariable('target_pid', target.pid);
+    for (const name of SYSCALLS) {
+      obj.attachTracepoint('syscalls', `sys_enter_${name}`, obj.programs[`handle_enter_${name}`]);
+      obj.attachTracepoint('syscalls', `sys_exit_${name}`, obj.programs[`handle_exit_${name}`]);
+    }
+    events = obj.getMap('events').openRingBuffer(
+      (data) => {
+        const event = decode(data);
+        summary.add(event.syscall, event.duration_ns);
+        tools.printEvent(opts, event, details);
+      },
+      { lost: (count) => console.error(`lost ${count} records`) },
+    );
+    await tools.untilStopped(opts, target);
+  } finally {
+    events?.close();
+    obj?.close();
+    target.stop();
+  }
+  summary.print(opts);
+}
+
+main().catch((err) => {
+  console.error(`trace_mem_latency: ${err.code ? `${err.code}: ` : ''}${err.message}`);
+  process.exitCode = 1;
+});
