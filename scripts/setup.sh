@@ -27,7 +27,7 @@ fi
 
 if [ ! -x node_modules/.bin/napi ]; then
   echo "setup: installing npm dev dependencies"
-  if [ -f package-lock.json ]; then npm ci --no-audit --no-fund >/dev/null; else npm install --no-audit --no-fund >/dev/null; fi
+  npm install --no-audit --no-fund --loglevel=error >/dev/null
 fi
 
 if [ ! -d /sys/kernel/tracing/events ] && [ ! -d /sys/kernel/debug/tracing/events ]; then
