@@ -25,6 +25,10 @@ fn main() {
     fs::create_dir_all(&out).expect("create bpf/.output");
     generate_vmlinux_h(&out.join("vmlinux.h"));
 
+    // <linux/*.h> (e.g. from usdt.bpf.h) include <asm/*.h>, which Debian
+    // keeps under the multiarch directory that `-target bpf` does not search
+    let multiarch = format!("/usr/include/{}-linux-gnu", env::var("CARGO_CFG_TARGET_ARCH").unwrap());
+
     for dir in ["bpf", "__test__/bpf"] {
         let dir = root.join(dir);
         println!("cargo:rerun-if-changed={}", dir.display());
@@ -47,6 +51,7 @@ fn main() {
                 .clang_args([
                     format!("-I{}", out.display()),
                     format!("-I{}", root.join("bpf").display()),
+                    format!("-idirafter{multiarch}"),
                     "-Wall".to_string(),
                     "-Wno-unused-function".to_string(),
                 ])

@@ -114,3 +114,19 @@ test('self-tracing through a ring buffer does not feed itself into a storm', asy
   assert.ok(records > 0, 'self-tracing delivers');
   assert.ok(records <= 250, `bounded by the poll interval (10 ms), got ${records}/s`);
 });
+
+test('a USDT probe fired K times is counted K times, with its argument and cookie', async (t) => {
+  const K = 100;
+  const binary = buildFixture('usdt_ticks');
+  const child = spawn(binary, [String(K)], { stdio: ['pipe', 'inherit', 'inherit'] });
+  const exited = new Promise((resolve) => child.on('exit', resolve));
+  const obj = bpf.loadBpfProgram(objectPath('usdt'));
+  t.after(() => obj.close());
+  obj.attachUsdt(binary, 'nodelibbpf', 'tick', obj.programs.handle_tick, { pid: child.pid, cookie: 42n });
+  throwsCode(assert, () => obj.attachUsdt(binary, 'nodelibbpf', 'tock', 'handle_tick'), 'ERR_BPF_UNKNOWN_NAME', /no USDT probe nodelibbpf:tock/);
+  child.stdin.end('go\n');
+  assert.strictEqual(await exited, 0);
+  assert.strictEqual(obj.getGlobalVariable('ticks'), BigInt(K));
+  assert.strictEqual(obj.getGlobalVariable('sum'), BigInt((K * (K - 1)) / 2));
+  assert.strictEqual(obj.getGlobalVariable('cookie'), 42n);
+});

@@ -2,7 +2,8 @@
 # Installs what building and running node-libbpf needs on a Debian/Ubuntu
 # machine (as root), once: clang (BPF compiler), libelf-dev and zlib1g-dev
 # (libbpf), pkg-config, bpftool (vmlinux.h, and the tests' leak checks), gcc
-# (test binaries); the npm dev dependencies; and tracefs mounted.
+# (test binaries), systemtap-sdt-dev (<sys/sdt.h>, for the USDT test
+# binary); the npm dev dependencies; and tracefs mounted.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,6 +15,7 @@ command -v gcc >/dev/null || need+=(gcc)
 command -v make >/dev/null || need+=(make)
 dpkg -s libelf-dev >/dev/null 2>&1 || need+=(libelf-dev)
 dpkg -s zlib1g-dev >/dev/null 2>&1 || need+=(zlib1g-dev)
+[ -f /usr/include/x86_64-linux-gnu/sys/sdt.h ] || [ -f /usr/include/sys/sdt.h ] || need+=(systemtap-sdt-dev)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
     echo "setup: missing ${need[*]}; install them (Debian/Ubuntu: apt-get install ${need[*]})" >&2
