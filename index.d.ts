@@ -20,9 +20,11 @@ export declare class BpfLink {
 }
 
 /**
- * A map of a loaded object. Keys and values are Buffers of the map's key
- * and value sizes (typed access from BTF comes later); per-CPU maps give an
- * array with one value per possible CPU.
+ * A map of a loaded object. Keys and values are JavaScript values decoded
+ * from the map's BTF types (numbers, bigints, strings, plain objects,
+ * arrays); a map declared without BTF types (`__uint(key_size, ...)`) uses
+ * Buffers of its sizes. Per-CPU maps give an array with one value per
+ * possible CPU; stack-trace maps give arrays of instruction addresses.
  */
 export declare class BpfMap {
   /** The map's name. */
@@ -32,32 +34,64 @@ export declare class BpfMap {
   get keySize(): number
   get valueSize(): number
   get maxEntries(): number
+  /** How keys decode (null: raw Buffers). */
+  get keyLayout(): TypeLayout | null
+  /** How values decode (null: raw Buffers). */
+  get valueLayout(): TypeLayout | null
   /**
-   * The value at `key`, or undefined; for per-CPU maps an array of values,
-   * one per possible CPU.
+   * The value at `key`, or undefined; for per-CPU maps an array with one
+   * value per possible CPU.
    */
-  get(key: Buffer): Buffer | Array<Buffer> | null
+  get(key: any): any
+  /** Whether `key` is in the map. */
+  has(key: any): boolean
   /**
-   * Sets `key` to `value` (per-CPU maps: one value for every CPU, or an
-   * array with one value per possible CPU).
+   * Sets `key` to `value`, encoded from the map's value type (plain objects
+   * for structs: missing fields are zero, unknown fields an error). For
+   * per-CPU maps: one value for every CPU, or an array of one per CPU.
    */
-  set(key: Buffer, value: Buffer | Array<Buffer>): void
-  /** Deletes `key`; returns whether it was there. */
-  delete(key: Buffer): boolean
+  set(key: any, value: any): void
+  /**
+   * Deletes `key`; returns whether it was there. (Array maps cannot delete:
+   * set the value to zero instead, or use `clear()`.)
+   */
+  delete(key: any): boolean
   /** Every key. */
-  keys(): Array<Buffer>
-  /** Every `[key, value]` pair (per-CPU maps: `[key, values]`). */
-  entries(): Array<[Buffer, Buffer | Buffer[]]>
+  keys(): any[]
+  /** Every value. */
+  values(): any[]
+  /** Every `[key, value]` pair. */
+  entries(): Array<[any, any]>
+  /** Iterates over `[key, value]` pairs (a snapshot of the map). */
+  [globalThis.Symbol.iterator](): Iterator<[any, any]>
+  /** How many keys the map holds (array maps: always `maxEntries`). */
+  count(): number
+  /** `count()`, as a property. */
+  get size(): number
+  /** Removes every entry (array maps: sets every value to zero). */
+  clear(): void
   /**
-   * Streams the records of a BPF_MAP_TYPE_RINGBUF map: `callback(data)`
-   * once per record, on the main thread, in order.
+   * Every `[key, value]` pair of a hash map, read with the batch syscall
+   * (fewer syscalls than `entries()` on big maps).
    */
-  openRingBuffer(callback: (data: Buffer) => void, options?: RingBufferOptions): EventBuffer
+  getBatch(): Array<[any, any]>
+  /**
+   * Every `[key, value]` pair of a hash map, removed as it is read: for
+   * counters that the program keeps adding to, nothing is counted twice or
+   * lost between the read and the delete.
+   */
+  lookupAndDeleteBatch(): Array<[any, any]>
+  /**
+   * Streams the records of a BPF_MAP_TYPE_RINGBUF map: `callback(record)`
+   * once per record, on the main thread, in order. With `type`, records
+   * are decoded into objects; without, they are Buffers.
+   */
+  openRingBuffer(callback: (record: any) => void, options?: RingBufferOptions): EventBuffer
   /**
    * Streams the records of a BPF_MAP_TYPE_PERF_EVENT_ARRAY map:
-   * `callback(cpu, data)` once per record, on the main thread.
+   * `callback(cpu, record)` once per record, on the main thread.
    */
-  openPerfBuffer(callback: (cpu: number, data: Buffer) => void, options?: PerfBufferOptions): EventBuffer
+  openPerfBuffer(callback: (cpu: number, record: any) => void, options?: PerfBufferOptions): EventBuffer
 }
 
 /**
@@ -115,16 +149,28 @@ export declare class BpfObject {
   attach(prog: BpfProgram | string): BpfLink
   /**
    * Sets a global variable by name. `const volatile` globals (`.rodata`)
-   * only before load; `.data`/`.bss` globals any time. The value must fit
-   * the variable's BTF type (size and signedness).
+   * only before load; `.data`/`.bss` globals any time. The value is
+   * encoded from its BTF type: numbers or bigints that fit the integer,
+   * booleans, strings for `char` arrays, arrays, plain objects for structs
+   * (missing fields zero), or a Buffer of the variable's exact size.
    */
-  setGlobalVariable(name: string, value: number | bigint | boolean | Buffer): void
-  /** Reads a global variable by name (after load: the kernel's current value). */
-  getGlobalVariable(name: string): number | bigint | boolean | Buffer
-  /** The object's global variables: name, ELF section, size and type. */
+  setGlobalVariable(name: string, value: unknown): void
+  /**
+   * Reads a global variable by name (after load: the kernel's current
+   * value), decoded from its BTF type: 64-bit integers as bigint unless
+   * `options.int64` is `'number'`.
+   */
+  getGlobalVariable(name: string, options?: DecodeOptions | undefined | null): any
+  /**
+   * The object's global variables: name, ELF section, size, type and
+   * layout.
+   */
   get globals(): Array<GlobalInfo>
-  /** A map by name (loads the object if it is not loaded yet). */
-  getMap(name: string): BpfMap
+  /**
+   * A map by name (loads the object if it is not loaded yet). `options`
+   * say how its values decode (64-bit integers, enums).
+   */
+  getMap(name: string, options?: DecodeOptions | undefined | null): BpfMap
   /**
    * Loads every program and map into the kernel (the verifier runs here).
    * Optional: the first attach or `getMap()` loads too.
@@ -141,6 +187,16 @@ export declare class BpfObject {
   get programs(): Record<string, BpfProgram>
   /** The names of the object's maps (data-section maps excluded). */
   get mapNames(): Array<string>
+  /**
+   * The layout of a named struct, union, enum or typedef of the object's
+   * BTF (`'event'` or `'struct event'`), as the codec reads it.
+   */
+  typeLayout(name: string): TypeLayout
+  /**
+   * The names of the structs, unions, enums and typedefs of the object's
+   * BTF (its own types and the kernel types it uses).
+   */
+  typeNames(): Array<string>
   /** Detaches every link this object made; programs and maps stay loaded. */
   detachAll(): void
   /**
@@ -179,12 +235,28 @@ export declare class EventBuffer {
    * buffers) by the kernel because the buffer was full.
    */
   get lost(): number
+  /** Records skipped because they were shorter than the `type`. */
+  get decodeErrors(): number
   /** `ring` or `perf`. */
   get kind(): string
   /** The map's name. */
   get map(): string
   /** Whether the buffer was closed (by `close()` or its object's). */
   get closed(): boolean
+}
+
+/** How typed values are decoded. */
+export interface DecodeOptions {
+  /**
+   * 64-bit integers and pointers as `'bigint'` (default, exact) or
+   * `'number'` (loses precision above 2^53).
+   */
+  int64?: 'bigint' | 'number'
+  /**
+   * Enums as the enumerator's `'name'` (default; a value without a name
+   * stays a number) or as the `'number'`.
+   */
+  enums?: 'name' | 'number'
 }
 
 /** Probes the running kernel for what node-libbpf can use on it. */
@@ -212,6 +284,8 @@ export interface Features {
   perfBuffer: boolean
   /** The kernel release (uname -r), for messages. */
   release: string
+  /** How many values a per-CPU map holds (possible CPUs). */
+  possibleCpus: number
 }
 
 /** A global variable of the object. */
@@ -222,6 +296,8 @@ export interface GlobalInfo {
   size: number
   /** A C spelling of the type: `u32`, `s64`, `bool`, `char[16]`, ... */
   type: string
+  /** How the codec reads it. */
+  layout: TypeLayout
 }
 
 /** Options of `attachKprobe`/`attachKretprobe`. */
@@ -249,6 +325,20 @@ export interface LoadOptions {
 
 /** Options of `openPerfBuffer`. */
 export interface PerfBufferOptions {
+  /**
+   * Decode each record as this struct (see `RingBufferOptions.type`).
+   * Perf records carry up to 7 bytes of padding after the struct.
+   */
+  type?: string
+  /** 64-bit integers as `'bigint'` (default) or `'number'`. */
+  int64?: 'bigint' | 'number'
+  /** Enums as `'name'` (default) or `'number'`. */
+  enums?: 'name' | 'number'
+  /**
+   * Called with an Error for a record shorter than `type` (see
+   * `RingBufferOptions.error`).
+   */
+  error?: (error: Error) => void
   /** Pages of the buffer of each CPU, a power of two (default 64: 256 KiB). */
   pageCount?: number
   /**
@@ -291,6 +381,20 @@ export interface PerfEventOptions {
 
 /** Options of `openRingBuffer`. */
 export interface RingBufferOptions {
+  /**
+   * Decode each record as this struct of the object's BTF (`'event'` or
+   * `'struct event'`): the callback gets a plain object instead of a Buffer.
+   */
+  type?: string
+  /** 64-bit integers as `'bigint'` (default) or `'number'`. */
+  int64?: 'bigint' | 'number'
+  /** Enums as `'name'` (default) or `'number'`. */
+  enums?: 'name' | 'number'
+  /**
+   * Called with an Error (code ERR_BPF_SHORT_RECORD) for a record shorter
+   * than `type`; it is skipped (default: one process warning).
+   */
+  error?: (error: Error) => void
   /**
    * Milliseconds between passes when the program submits without wakeups
    * (BPF_RB_NO_WAKEUP) or while events stream in (default 10).

@@ -1,24 +1,24 @@
-//! BTF: what the object's own type information says about its globals.
-//! (Typed decoding of events and maps will grow from here.)
+//! BTF: the object's own type information, turned into layouts that the
+//! codec (lib/codec.js) compiles into decoders and encoders. A layout is
+//! plain JSON:
+//!
+//! - `{kind:"int", size, signed}`, `{kind:"bool", size}`, `{kind:"float", size}`
+//! - `{kind:"enum", name, size, signed, values:[[name, value], ...]}`
+//! - `{kind:"ptr", size:8}`
+//! - `{kind:"string", size}` (a `char` array), `{kind:"bytes", size}` (other
+//!   byte arrays, opaque types)
+//! - `{kind:"array", size, len, elem}`
+//! - `{kind:"struct"|"union", name, size, fields:[{name, offset, type,
+//!   bitOffset?, bitSize?}]}` (offsets in bytes; bitfields also in bits;
+//!   anonymous members are flattened into their parent, as C reads them)
+//! - `{kind:"flex", size:0, elem}` (a zero-length trailing array: the rest of
+//!   the record, as a Buffer)
 
 use std::ffi::OsStr;
 
-use libbpf_rs::btf::{types, BtfKind, BtfType};
+use libbpf_rs::btf::{types, BtfKind, BtfType, HasSize, TypeId};
 use libbpf_rs::Btf;
-
-/// How a global's bytes read as a JavaScript value.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ScalarKind {
-  /// An integer (char included) of 1, 2, 4 or 8 bytes.
-  Int { signed: bool },
-  Bool,
-  /// An enum, read as its number.
-  Enum { signed: bool },
-  /// A pointer, read as a BigInt address.
-  Ptr,
-  /// Anything else (arrays, structs, floats): a Buffer.
-  Bytes,
-}
+use serde_json::{json, Value};
 
 /// One global variable of a data section (`.rodata`, `.data`, `.bss`, ...).
 #[derive(Debug, Clone)]
@@ -28,9 +28,10 @@ pub struct GlobalVar {
   pub section: String,
   pub offset: usize,
   pub size: usize,
-  pub kind: ScalarKind,
-  /// A C-like spelling of the type for messages (`u32`, `s64`, `char[16]`).
+  /// A C spelling of the type for messages (`u32`, `s64`, `char[16]`).
   pub type_name: String,
+  /// The codec layout of the variable's type.
+  pub layout: Value,
 }
 
 impl GlobalVar {
@@ -44,11 +45,13 @@ fn name_of(name: Option<&OsStr>) -> String {
   name.map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
 }
 
+/// The BTF of an object, if it has any.
+pub fn of_object(obj: &libbpf_sys::bpf_object) -> Option<Btf<'_>> {
+  Btf::from_bpf_object(obj).ok().flatten()
+}
+
 /// Every global variable the object's BTF declares in a data section.
-pub fn globals(obj: &libbpf_sys::bpf_object) -> Vec<GlobalVar> {
-  let Ok(Some(btf)) = Btf::from_bpf_object(obj) else {
-    return Vec::new();
-  };
+pub fn globals(btf: &Btf<'_>) -> Vec<GlobalVar> {
   let mut out = Vec::new();
   for sec in btf.type_by_kind::<types::DataSec<'_>>() {
     let section = name_of(sec.name());
@@ -64,52 +67,206 @@ pub fn globals(obj: &libbpf_sys::bpf_object) -> Vec<GlobalVar> {
         continue;
       }
       let Some(ty) = var.next_type() else { continue };
-      let (kind, type_name) = scalar_kind(ty, info.size);
       out.push(GlobalVar {
         name: name_of(var.name()),
         section: section.clone(),
         offset: info.offset as usize,
         size: info.size,
-        kind,
-        type_name,
+        type_name: c_name(ty),
+        layout: layout(btf, ty),
       });
     }
   }
   out
 }
 
-fn scalar_kind(ty: BtfType<'_>, size: usize) -> (ScalarKind, String) {
+/// A named struct, union or enum, by `name` or `struct name`/`union name`/`enum name`.
+pub fn find_named<'b>(btf: &'b Btf<'_>, name: &str) -> Option<BtfType<'b>> {
+  let (kinds, bare): (&[BtfKind], &str) = match name.split_once(' ') {
+    Some(("struct", n)) => (&[BtfKind::Struct], n),
+    Some(("union", n)) => (&[BtfKind::Union], n),
+    Some(("enum", n)) => (&[BtfKind::Enum, BtfKind::Enum64], n),
+    _ => (&[BtfKind::Struct, BtfKind::Union, BtfKind::Typedef, BtfKind::Enum, BtfKind::Enum64], name),
+  };
+  named_types(btf).find(|t| kinds.contains(&t.kind()) && t.name().is_some_and(|n| n == bare))
+}
+
+/// The struct, union, enum and typedef types that have a name.
+pub fn named_types<'b>(btf: &'b Btf<'_>) -> impl Iterator<Item = BtfType<'b>> + 'b {
+  (1..btf.len() as u32).filter_map(move |id| btf.type_by_id::<BtfType<'_>>(TypeId::from(id))).filter(|t| {
+    matches!(t.kind(), BtfKind::Struct | BtfKind::Union | BtfKind::Enum | BtfKind::Enum64 | BtfKind::Typedef)
+      && t.name().is_some_and(|n| !n.is_empty())
+  })
+}
+
+/// The names of the object's structs (for error messages).
+pub fn struct_names(btf: &Btf<'_>) -> Vec<String> {
+  let mut names: Vec<String> =
+    named_types(btf).filter(|t| t.kind() == BtfKind::Struct).map(|t| name_of(t.name())).collect();
+  names.sort();
+  names.dedup();
+  names
+}
+
+/// A C-like spelling of a type: `u32`, `s64`, `char[16]`, `struct event`.
+pub fn c_name(ty: BtfType<'_>) -> String {
   let ty = ty.skip_mods_and_typedefs();
   match ty.kind() {
     BtfKind::Int => {
       let int = types::Int::try_from(ty).expect("kind checked");
+      let size = int.size();
       match int.encoding {
-        types::IntEncoding::Bool => (ScalarKind::Bool, "bool".into()),
-        types::IntEncoding::Signed => (ScalarKind::Int { signed: true }, format!("s{}", size * 8)),
-        types::IntEncoding::Char => (ScalarKind::Int { signed: true }, "char".into()),
-        types::IntEncoding::None => (ScalarKind::Int { signed: false }, format!("u{}", size * 8)),
+        types::IntEncoding::Bool => "bool".into(),
+        _ if name_of(ty.name()) == "char" => "char".into(),
+        types::IntEncoding::Signed => format!("s{}", size * 8),
+        _ => format!("u{}", size * 8),
+      }
+    }
+    BtfKind::Enum | BtfKind::Enum64 => format!("enum {}", name_of(ty.name())),
+    BtfKind::Ptr => "pointer".into(),
+    BtfKind::Float => format!("float{}", size_of(ty) * 8),
+    BtfKind::Array => {
+      let arr = types::Array::try_from(ty).expect("kind checked");
+      format!("{}[{}]", c_name(arr.contained_type()), arr.capacity())
+    }
+    BtfKind::Struct => format!("struct {}", name_of(ty.name())),
+    BtfKind::Union => format!("union {}", name_of(ty.name())),
+    _ => format!("{:?}", ty.kind()).to_lowercase(),
+  }
+}
+
+fn size_of(ty: BtfType<'_>) -> usize {
+  let ty = ty.skip_mods_and_typedefs();
+  match ty.kind() {
+    BtfKind::Int => types::Int::try_from(ty).map(|t| t.size()).unwrap_or(0),
+    BtfKind::Struct | BtfKind::Union => types::Composite::try_from(ty).map(|t| t.size()).unwrap_or(0),
+    BtfKind::Enum => types::Enum::try_from(ty).map(|t| t.size()).unwrap_or(0),
+    BtfKind::Enum64 => types::Enum64::try_from(ty).map(|t| t.size()).unwrap_or(0),
+    BtfKind::Float => types::Float::try_from(ty).map(|t| t.size()).unwrap_or(0),
+    BtfKind::Ptr => 8,
+    BtfKind::Array => {
+      let arr = types::Array::try_from(ty).expect("kind checked");
+      arr.capacity() * size_of(arr.contained_type())
+    }
+    _ => 0,
+  }
+}
+
+/// The codec layout of a type.
+pub fn layout(btf: &Btf<'_>, ty: BtfType<'_>) -> Value {
+  layout_at(btf, ty, 0)
+}
+
+const MAX_DEPTH: usize = 32;
+
+fn layout_at(btf: &Btf<'_>, ty: BtfType<'_>, depth: usize) -> Value {
+  let ty = ty.skip_mods_and_typedefs();
+  let size = size_of(ty);
+  if depth > MAX_DEPTH {
+    return json!({"kind": "bytes", "size": size});
+  }
+  match ty.kind() {
+    BtfKind::Int => {
+      let int = types::Int::try_from(ty).expect("kind checked");
+      match int.encoding {
+        types::IntEncoding::Bool => json!({"kind": "bool", "size": size}),
+        types::IntEncoding::Signed => json!({"kind": "int", "size": size, "signed": true}),
+        // clang marks char CHAR on some targets: it is signed on x86 and arm64 Linux... for
+        // arm64 it is unsigned; either way a lone char reads as a small number
+        types::IntEncoding::Char => json!({"kind": "int", "size": size, "signed": cfg!(target_arch = "x86_64")}),
+        types::IntEncoding::None => json!({"kind": "int", "size": size, "signed": false}),
       }
     }
     BtfKind::Enum => {
       let e = types::Enum::try_from(ty).expect("kind checked");
-      (ScalarKind::Enum { signed: e.is_signed() }, format!("enum {}", name_of(ty.name())))
+      let values: Vec<Value> = e.iter().map(|m| json!([name_of(m.name), m.value])).collect();
+      json!({"kind": "enum", "name": name_of(ty.name()), "size": size, "signed": e.is_signed(), "values": values})
     }
     BtfKind::Enum64 => {
       let e = types::Enum64::try_from(ty).expect("kind checked");
-      (ScalarKind::Enum { signed: e.is_signed() }, format!("enum {}", name_of(ty.name())))
+      // JSON numbers beyond 2^53 lose precision: such enumerators are rare
+      let values: Vec<Value> = e.iter().map(|m| json!([name_of(m.name), m.value as f64])).collect();
+      json!({"kind": "enum", "name": name_of(ty.name()), "size": size, "signed": e.is_signed(), "values": values})
     }
-    BtfKind::Ptr => (ScalarKind::Ptr, "pointer".into()),
+    BtfKind::Ptr => json!({"kind": "ptr", "size": 8}),
+    BtfKind::Float => json!({"kind": "float", "size": size}),
     BtfKind::Array => {
       let arr = types::Array::try_from(ty).expect("kind checked");
       let elem = arr.contained_type().skip_mods_and_typedefs();
-      let elem_name = match elem.name() {
-        Some(n) => n.to_string_lossy().into_owned(),
-        None => "?".into(),
-      };
-      (ScalarKind::Bytes, format!("{elem_name}[{}]", arr.capacity()))
+      let len = arr.capacity();
+      let elem_size = size_of(elem);
+      if elem_size == 1 && elem.kind() == BtfKind::Int {
+        let kind = if name_of(elem.name()) == "char" { "string" } else { "bytes" };
+        return json!({"kind": kind, "size": len});
+      }
+      json!({"kind": "array", "size": size, "len": len, "elem": layout_at(btf, elem, depth + 1)})
     }
-    BtfKind::Struct => (ScalarKind::Bytes, format!("struct {}", name_of(ty.name()))),
-    BtfKind::Union => (ScalarKind::Bytes, format!("union {}", name_of(ty.name()))),
-    _ => (ScalarKind::Bytes, format!("{} bytes", size)),
+    BtfKind::Struct | BtfKind::Union => {
+      let comp = types::Composite::try_from(ty).expect("kind checked");
+      let mut fields = Vec::new();
+      let count = comp.len();
+      for (i, member) in comp.iter().enumerate() {
+        let (bit_offset, bit_size) = match member.attr {
+          types::MemberAttr::Normal { offset } => (offset as usize, 0usize),
+          types::MemberAttr::BitField { size, offset } => (offset as usize, size as usize),
+        };
+        let Some(member_ty) = btf.type_by_id::<BtfType<'_>>(member.ty) else { continue };
+        let resolved = member_ty.skip_mods_and_typedefs();
+        let name = name_of(member.name);
+        // a zero-length trailing array: the rest of the record
+        if i + 1 == count && resolved.kind() == BtfKind::Array && size_of(resolved) == 0 {
+          let arr = types::Array::try_from(resolved).expect("kind checked");
+          fields.push(json!({"name": name, "offset": bit_offset / 8,
+            "type": {"kind": "flex", "size": 0, "elem": layout_at(btf, arr.contained_type(), depth + 1)}}));
+          continue;
+        }
+        let mut member_layout = layout_at(btf, member_ty, depth + 1);
+        // old-style int bitfields carry their bits in the INT type
+        let (bit_offset, bit_size) = match (bit_size, resolved.kind()) {
+          (0, BtfKind::Int) => {
+            let int = types::Int::try_from(resolved).expect("kind checked");
+            if int.offset != 0 || usize::from(int.bits) != int.size() * 8 {
+              (bit_offset + usize::from(int.offset), usize::from(int.bits))
+            } else {
+              (bit_offset, 0)
+            }
+          }
+          other => (bit_offset, other.0),
+        };
+        if name.is_empty() && matches!(resolved.kind(), BtfKind::Struct | BtfKind::Union) {
+          // anonymous struct/union: its fields belong to the parent
+          if let Some(inner) = member_layout["fields"].as_array_mut() {
+            for f in inner.iter_mut() {
+              let off = f["offset"].as_u64().unwrap_or(0) as usize + bit_offset / 8;
+              f["offset"] = json!(off);
+              if let Some(b) = f.get("bitOffset").and_then(Value::as_u64) {
+                f["bitOffset"] = json!(b as usize + bit_offset);
+              }
+              fields.push(f.take());
+            }
+          }
+          continue;
+        }
+        if bit_size > 0 {
+          member_layout = json!({"kind": "int", "size": size_of(resolved).max(1),
+            "signed": member_layout["signed"].as_bool().unwrap_or(false)});
+          fields.push(json!({"name": name, "offset": bit_offset / 8, "bitOffset": bit_offset, "bitSize": bit_size,
+            "type": member_layout}));
+        } else {
+          fields.push(json!({"name": name, "offset": bit_offset / 8, "type": member_layout}));
+        }
+      }
+      let kind = if comp.is_struct { "struct" } else { "union" };
+      json!({"kind": kind, "name": name_of(ty.name()), "size": size, "fields": fields})
+    }
+    _ => json!({"kind": "bytes", "size": size}),
   }
+}
+
+/// The layout of a map's key or value type, by BTF type id (0: none).
+pub fn layout_by_id(btf: &Btf<'_>, id: u32) -> Option<Value> {
+  if id == 0 {
+    return None;
+  }
+  btf.type_by_id::<BtfType<'_>>(TypeId::from(id)).map(|t| layout(btf, t))
 }

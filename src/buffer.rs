@@ -8,7 +8,7 @@ use std::{
 };
 
 use napi::{
-  bindgen_prelude::{Buffer, FnArgs, Function, Uint32Array},
+  bindgen_prelude::{Buffer, Uint32Array},
   Env, Unknown,
 };
 use napi_derive::napi;
@@ -17,34 +17,9 @@ use crate::{
   error::{err, BpfError, BpfResult, Code, Result},
   object::Shared,
   poller::{Batch, Collector, Poller, Sink, Source},
+  runtime::{self, DecodeOptions, DispatchTo},
   tsfn::DispatchArgs,
 };
-
-/// Calls the user's callback once per record, in order; an exception is
-/// rethrown on the next tick (process 'uncaughtException') and the batch
-/// goes on.
-const DISPATCHER: &str = r#"(function makeDispatcher(callback, lost, perCpu) {
-  const rethrow = (e) => process.nextTick(() => { throw e; });
-  return function dispatch(data, ends, cpus, losses) {
-    let start = 0;
-    const n = ends.length;
-    for (let i = 0; i < n; i++) {
-      const end = ends[i];
-      const record = data.subarray(start, end);
-      start = end;
-      try {
-        if (perCpu) callback(cpus[i], record); else callback(record);
-      } catch (e) { rethrow(e); }
-    }
-    if (losses !== undefined && losses !== null && lost) {
-      for (let i = 0; i < losses.length; i += 2) {
-        try {
-          if (perCpu) lost(losses[i], losses[i + 1]); else lost(losses[i + 1]);
-        } catch (e) { rethrow(e); }
-      }
-    }
-  };
-})"#;
 
 /// Default time between passes over buffers that did not wake us.
 const DEFAULT_POLL_INTERVAL_MS: u32 = 10;
@@ -54,7 +29,21 @@ const DEFAULT_QUEUE_BATCHES: u32 = 64;
 
 /// Options of `openRingBuffer`.
 #[napi(object, object_to_js = false)]
+#[derive(Default)]
 pub struct RingBufferOptions<'a> {
+  /// Decode each record as this struct of the object's BTF (`'event'` or
+  /// `'struct event'`): the callback gets a plain object instead of a Buffer.
+  pub r#type: Option<String>,
+  /// 64-bit integers as `'bigint'` (default) or `'number'`.
+  #[napi(ts_type = "'bigint' | 'number'")]
+  pub int64: Option<String>,
+  /// Enums as `'name'` (default) or `'number'`.
+  #[napi(ts_type = "'name' | 'number'")]
+  pub enums: Option<String>,
+  /// Called with an Error (code ERR_BPF_SHORT_RECORD) for a record shorter
+  /// than `type`; it is skipped (default: one process warning).
+  #[napi(ts_type = "(error: Error) => void")]
+  pub error: Option<Unknown<'a>>,
   /// Milliseconds between passes when the program submits without wakeups
   /// (BPF_RB_NO_WAKEUP) or while events stream in (default 10).
   pub poll_interval: Option<u32>,
@@ -69,7 +58,21 @@ pub struct RingBufferOptions<'a> {
 
 /// Options of `openPerfBuffer`.
 #[napi(object, object_to_js = false)]
+#[derive(Default)]
 pub struct PerfBufferOptions<'a> {
+  /// Decode each record as this struct (see `RingBufferOptions.type`).
+  /// Perf records carry up to 7 bytes of padding after the struct.
+  pub r#type: Option<String>,
+  /// 64-bit integers as `'bigint'` (default) or `'number'`.
+  #[napi(ts_type = "'bigint' | 'number'")]
+  pub int64: Option<String>,
+  /// Enums as `'name'` (default) or `'number'`.
+  #[napi(ts_type = "'name' | 'number'")]
+  pub enums: Option<String>,
+  /// Called with an Error for a record shorter than `type` (see
+  /// `RingBufferOptions.error`).
+  #[napi(ts_type = "(error: Error) => void")]
+  pub error: Option<Unknown<'a>>,
   /// Pages of the buffer of each CPU, a power of two (default 64: 256 KiB).
   pub page_count: Option<u32>,
   /// The reader is woken when a CPU's buffer holds this many bytes (default:
@@ -131,6 +134,12 @@ impl EventBuffer {
     self.sink.lost.load(Ordering::Relaxed) as f64
   }
 
+  /// Records skipped because they were shorter than the `type`.
+  #[napi(getter)]
+  pub fn decode_errors(&self) -> f64 {
+    self.sink.doorbell.skipped() as f64
+  }
+
   /// `ring` or `perf`.
   #[napi(getter)]
   pub fn kind(&self) -> String {
@@ -170,6 +179,9 @@ pub(crate) struct OpenRequest<'a> {
   pub map_fd: i32,
   pub callback: Unknown<'a>,
   pub lost: Option<Unknown<'a>>,
+  pub on_error: Option<Unknown<'a>>,
+  /// The struct to decode records as, with its options.
+  pub decode: Option<(String, DecodeOptions)>,
   pub poll_interval: Option<u32>,
   pub queue_size: Option<u32>,
 }
@@ -202,9 +214,21 @@ fn open(
   let sink = Arc::new(Sink::new(req.queue_size.unwrap_or(DEFAULT_QUEUE_BATCHES).max(1) as usize, cpus, Default::default()));
   let source = make_source((req.map_fd, Collector::new(sink.clone(), per_cpu)))?;
 
-  let make: Function<'_, FnArgs<(Unknown<'_>, Option<Unknown<'_>>, bool)>, Function<'_, DispatchArgs, Unknown<'static>>> =
-    req.env.run_script(DISPATCHER)?;
-  let dispatcher = make.call((req.callback, req.lost, per_cpu).into())?;
+  let ty = match &req.decode {
+    Some((name, options)) => {
+      options.check()?;
+      let layout = req.state.borrow().type_layout(name)?;
+      if !matches!(layout["kind"].as_str(), Some("struct") | Some("union")) {
+        return err(Code::InvalidValue, format!("type '{name}' is a {}, not a struct: records decode as structs", layout["kind"]));
+      }
+      Some(runtime::register(req.env, &layout, options)?)
+    }
+    None => None,
+  };
+  let dispatcher = runtime::dispatcher(
+    req.env,
+    DispatchTo { callback: req.callback, lost: req.lost, on_error: req.on_error, per_cpu, ty },
+  )?;
   let keep_alive = req.state.clone();
   let drain_sink = sink.clone();
   sink.doorbell.bind(&dispatcher, move |_ctx| {

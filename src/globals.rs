@@ -1,47 +1,47 @@
 //! Global variables: `const volatile` (`.rodata`) before load, `.data` and
 //! `.bss` before and after load (through the kernel's mmapped map), located
-//! by name, offset and size from the object's BTF.
+//! by name, offset and size from the object's BTF and read and written with
+//! the same codec as events and maps.
 
 use libbpf_rs::{AsRawLibbpf, MapCore, MapFlags};
-use napi::bindgen_prelude::{BigInt, Buffer, Either4};
+use napi::{Env, Unknown};
 use napi_derive::napi;
 
 use crate::{
-  btf::{GlobalVar, ScalarKind},
+  btf::GlobalVar,
   error::{err, BpfError, BpfResult, Code, Result},
   object::{BpfObject, ObjectState, Stage},
+  runtime::{self, DecodeOptions},
 };
-
-/// A global's value in JavaScript: a number (integers up to 32 bits, enums),
-/// a bigint (64-bit integers, pointers), a boolean, or a Buffer (arrays,
-/// structs; any global takes a Buffer of its exact size).
-pub type GlobalValue = Either4<f64, BigInt, bool, Buffer>;
 
 const BPF_F_MMAPABLE: u32 = 1 << 10;
 
 #[napi]
 impl BpfObject {
   /// Sets a global variable by name. `const volatile` globals (`.rodata`)
-  /// only before load; `.data`/`.bss` globals any time. The value must fit
-  /// the variable's BTF type (size and signedness).
+  /// only before load; `.data`/`.bss` globals any time. The value is
+  /// encoded from its BTF type: numbers or bigints that fit the integer,
+  /// booleans, strings for `char` arrays, arrays, plain objects for structs
+  /// (missing fields zero), or a Buffer of the variable's exact size.
   #[napi]
-  pub fn set_global_variable(
-    &self,
-    name: String,
-    #[napi(ts_arg_type = "number | bigint | boolean | Buffer")] value: GlobalValue,
-  ) -> Result<()> {
+  pub fn set_global_variable(&self, env: Env, name: String, #[napi(ts_arg_type = "unknown")] value: Unknown<'_>) -> Result<()> {
     let mut state = self.state.borrow_mut();
     let var = find_global(&state, &name)?;
-    let bytes = encode(&var, &value)?;
+    let ty = runtime::register(&env, &var.layout, &DecodeOptions::default())?;
+    let bytes = runtime::encode(&env, ty, value, &format!("global '{name}' ({})", var.type_name))?;
     Ok(with_section(&mut state, &var, |section| {
       section[var.offset..var.offset + var.size].copy_from_slice(&bytes);
       true
     })?)
   }
 
-  /// Reads a global variable by name (after load: the kernel's current value).
-  #[napi(ts_return_type = "number | bigint | boolean | Buffer")]
-  pub fn get_global_variable(&self, name: String) -> Result<GlobalValue> {
+  /// Reads a global variable by name (after load: the kernel's current
+  /// value), decoded from its BTF type: 64-bit integers as bigint unless
+  /// `options.int64` is `'number'`.
+  #[napi(ts_return_type = "any")]
+  pub fn get_global_variable<'e>(&self, env: &'e Env, name: String, options: Option<DecodeOptions>) -> Result<Unknown<'e>> {
+    let options = options.unwrap_or_default();
+    options.check()?;
     let mut state = self.state.borrow_mut();
     let var = find_global(&state, &name)?;
     let mut bytes = Vec::new();
@@ -49,10 +49,12 @@ impl BpfObject {
       bytes.extend_from_slice(&section[var.offset..var.offset + var.size]);
       false
     })?;
-    Ok(decode(&var, &bytes))
+    let ty = runtime::register(env, &var.layout, &options)?;
+    Ok(runtime::decode(env, ty, bytes)?)
   }
 
-  /// The object's global variables: name, ELF section, size and type.
+  /// The object's global variables: name, ELF section, size, type and
+  /// layout.
   #[napi(getter)]
   pub fn globals(&self) -> Vec<GlobalInfo> {
     let state = self.state.borrow();
@@ -64,6 +66,7 @@ impl BpfObject {
         section: g.section.clone(),
         size: g.size as u32,
         r#type: g.type_name.clone(),
+        layout: g.layout.clone(),
       })
       .collect()
   }
@@ -78,6 +81,9 @@ pub struct GlobalInfo {
   pub size: u32,
   /// A C spelling of the type: `u32`, `s64`, `bool`, `char[16]`, ...
   pub r#type: String,
+  /// How the codec reads it.
+  #[napi(ts_type = "TypeLayout")]
+  pub layout: serde_json::Value,
 }
 
 fn find_global(state: &ObjectState, name: &str) -> BpfResult<GlobalVar> {
@@ -158,88 +164,4 @@ fn read_only_error(state: &ObjectState, var: &GlobalVar) -> BpfResult<()> {
       state.source, var.name, var.section
     ),
   )
-}
-
-fn value_kind(value: &GlobalValue) -> &'static str {
-  match value {
-    Either4::A(_) => "number",
-    Either4::B(_) => "bigint",
-    Either4::C(_) => "boolean",
-    Either4::D(_) => "Buffer",
-  }
-}
-
-fn encode(var: &GlobalVar, value: &GlobalValue) -> BpfResult<Vec<u8>> {
-  let invalid = |why: String| {
-    err(Code::InvalidValue, format!("global '{}' is a {} ({} bytes): {why}", var.name, var.type_name, var.size))
-  };
-  if let Either4::D(buf) = value {
-    if buf.len() != var.size {
-      return invalid(format!("got a Buffer of {} bytes; pass exactly {}", buf.len(), var.size));
-    }
-    return Ok(buf.to_vec());
-  }
-  let (signed, bool_only) = match var.kind {
-    ScalarKind::Int { signed } | ScalarKind::Enum { signed } => (signed, false),
-    ScalarKind::Ptr => (false, false),
-    ScalarKind::Bool => (false, true),
-    ScalarKind::Bytes => return invalid(format!("a {} cannot be set from a {}; pass a Buffer", var.type_name, value_kind(value))),
-  };
-  let n: i128 = match value {
-    Either4::A(x) => {
-      if !x.is_finite() || x.fract() != 0.0 {
-        return invalid(format!("{x} is not an integer"));
-      }
-      if x.abs() > 9007199254740991.0 {
-        return invalid(format!("{x} is beyond Number.MAX_SAFE_INTEGER; pass a BigInt"));
-      }
-      *x as i128
-    }
-    Either4::B(b) => bigint_to_i128(b).ok_or_else(|| {
-      BpfError::new(Code::InvalidValue, format!("global '{}' is a {}: the BigInt is out of range", var.name, var.type_name))
-    })?,
-    Either4::C(b) => i128::from(*b),
-    Either4::D(_) => unreachable!(),
-  };
-  if bool_only && !matches!(value, Either4::C(_)) && !(n == 0 || n == 1) {
-    return invalid(format!("{n} is not a boolean; pass true or false"));
-  }
-  let bits = var.size as u32 * 8;
-  let (min, max) = if signed { (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1) } else { (0, (1i128 << bits) - 1) };
-  if n < min || n > max {
-    return invalid(format!("{n} does not fit (range {min}..{max})"));
-  }
-  Ok(n.to_le_bytes()[..var.size].to_vec())
-}
-
-fn bigint_to_i128(b: &BigInt) -> Option<i128> {
-  let magnitude = match b.words.as_slice() {
-    [] => 0u128,
-    [lo] => u128::from(*lo),
-    [lo, hi] => u128::from(*lo) | (u128::from(*hi) << 64),
-    _ => return None,
-  };
-  let magnitude = i128::try_from(magnitude).ok()?;
-  Some(if b.sign_bit { -magnitude } else { magnitude })
-}
-
-fn decode(var: &GlobalVar, bytes: &[u8]) -> GlobalValue {
-  let signed = match var.kind {
-    ScalarKind::Bytes => return Either4::D(bytes.to_vec().into()),
-    ScalarKind::Bool => return Either4::C(bytes.iter().any(|b| *b != 0)),
-    ScalarKind::Int { signed } | ScalarKind::Enum { signed } => signed,
-    ScalarKind::Ptr => false,
-  };
-  if !matches!(bytes.len(), 1 | 2 | 4 | 8) {
-    return Either4::D(bytes.to_vec().into());
-  }
-  let mut raw = [0u8; 8];
-  raw[..bytes.len()].copy_from_slice(bytes);
-  let unsigned = u64::from_le_bytes(raw);
-  let shift = 64 - bytes.len() as u32 * 8;
-  let value = if signed { ((unsigned << shift) as i64 >> shift) as i128 } else { unsigned as i128 };
-  if bytes.len() == 8 || var.kind == ScalarKind::Ptr {
-    return Either4::B(if signed { BigInt::from(value as i64) } else { BigInt::from(value as u64) });
-  }
-  Either4::A(value as f64)
 }

@@ -122,6 +122,8 @@ pub struct Features {
   pub perf_buffer: bool,
   /// The kernel release (uname -r), for messages.
   pub release: String,
+  /// How many values a per-CPU map holds (possible CPUs).
+  pub possible_cpus: u32,
 }
 
 /// Probes the running kernel for what node-libbpf can use on it.
@@ -138,6 +140,7 @@ pub fn features() -> Features {
     ring_buffer: map_type(libbpf_sys::BPF_MAP_TYPE_RINGBUF),
     perf_buffer: map_type(libbpf_sys::BPF_MAP_TYPE_PERF_EVENT_ARRAY),
     release: std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default().trim().to_string(),
+    possible_cpus: libbpf_rs::num_possible_cpus().unwrap_or(1) as u32,
   }
 }
 

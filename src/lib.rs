@@ -12,4 +12,5 @@ mod libbpf_log;
 mod map;
 mod object;
 mod poller;
+mod runtime;
 mod tsfn;

@@ -50,7 +50,7 @@ impl ObjectState {
   fn open(source: String, open: OpenObject) -> Self {
     // SAFETY: the pointer is valid for as long as `open` lives.
     let raw = unsafe { open.as_libbpf_object().as_ref() };
-    let globals = btf::globals(raw);
+    let globals = btf::of_object(raw).map(|b| btf::globals(&b)).unwrap_or_default();
     let programs = open
       .progs()
       .map(|p| (p.name().to_string_lossy().into_owned(), p.section().to_string_lossy().into_owned()))
@@ -185,6 +185,38 @@ impl ObjectState {
     let id = self.next_id;
     self.next_id += 1;
     id
+  }
+
+  /// Runs `f` on the object's BTF (None: closed, or compiled without -g).
+  pub fn with_btf<T>(&self, f: impl FnOnce(&libbpf_rs::Btf<'_>) -> T) -> Option<T> {
+    let raw = match &self.stage {
+      Stage::Open(open) => open.as_libbpf_object(),
+      Stage::Loaded(obj) => obj.as_libbpf_object(),
+      Stage::Failed(_) | Stage::Closed => return None,
+    };
+    // SAFETY: the object outlives this call.
+    btf::of_object(unsafe { raw.as_ref() }).map(|b| f(&b))
+  }
+
+  /// The codec layout of a named struct, union, enum or typedef.
+  pub fn type_layout(&self, name: &str) -> BpfResult<serde_json::Value> {
+    self.check_open()?;
+    let found = self.with_btf(|b| btf::find_named(b, name).map(|t| btf::layout(b, t)).ok_or_else(|| btf::struct_names(b)));
+    match found {
+      Some(Ok(layout)) => Ok(layout),
+      Some(Err(names)) => err(
+        Code::UnknownName,
+        format!(
+          "{} has no type named '{name}'; its structs are: {} (clang keeps a struct in BTF only when a map, a global or \
+           a function signature uses it: to keep one used only through local pointers, declare \
+           `struct {bare} *unused_{bare} __attribute__((unused));`)",
+          self.source,
+          if names.is_empty() { "(none)".to_string() } else { names.join(", ") },
+          bare = name.rsplit(' ').next().unwrap_or(name),
+        ),
+      ),
+      None => err(Code::UnknownName, format!("{} has no BTF type information: compile it with clang -g", self.source)),
+    }
   }
 
   pub fn add_link(&mut self, links: Vec<Link>) -> u32 {
@@ -347,6 +379,38 @@ impl BpfObject {
   #[napi(getter)]
   pub fn map_names(&self) -> Vec<String> {
     self.state.borrow().maps.clone()
+  }
+
+  /// The layout of a named struct, union, enum or typedef of the object's
+  /// BTF (`'event'` or `'struct event'`), as the codec reads it.
+  #[napi(ts_return_type = "TypeLayout")]
+  pub fn type_layout(&self, name: String) -> Result<serde_json::Value> {
+    Ok(self.state.borrow().type_layout(&name)?)
+  }
+
+  /// The names of the structs, unions, enums and typedefs of the object's
+  /// BTF (its own types and the kernel types it uses).
+  #[napi]
+  pub fn type_names(&self) -> Vec<String> {
+    let state = self.state.borrow();
+    let mut names = state
+      .with_btf(|b| {
+        btf::named_types(b)
+          .map(|t| {
+            let name = t.name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            match t.kind() {
+              libbpf_rs::btf::BtfKind::Struct => format!("struct {name}"),
+              libbpf_rs::btf::BtfKind::Union => format!("union {name}"),
+              libbpf_rs::btf::BtfKind::Enum | libbpf_rs::btf::BtfKind::Enum64 => format!("enum {name}"),
+              _ => name,
+            }
+          })
+          .collect::<Vec<_>>()
+      })
+      .unwrap_or_default();
+    names.sort();
+    names.dedup();
+    names
   }
 
   /// Detaches every link this object made; programs and maps stay loaded.

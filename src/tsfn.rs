@@ -2,12 +2,15 @@
 //! a non-blocking, callee-unhandled (`(...args)`, no error-first) napi
 //! threadsafe function used as a doorbell, with ref/unref and release.
 
-use std::sync::Mutex;
+use std::sync::{
+  atomic::{AtomicU64, Ordering},
+  Arc, Mutex,
+};
 
 use napi::{
   bindgen_prelude::{Buffer, FnArgs, Function, Uint32Array},
   threadsafe_function::{ThreadsafeCallContext, ThreadsafeFunction, ThreadsafeFunctionCallMode},
-  Env, Status, Unknown,
+  Env, Status,
 };
 
 /// What one doorbell call hands the JS dispatcher: the records' bytes, the
@@ -15,12 +18,15 @@ use napi::{
 /// losses to report as `[cpu, count, ...]` pairs.
 pub type DispatchArgs = FnArgs<(Buffer, Uint32Array, Option<Uint32Array>, Option<Vec<f64>>)>;
 
-type Tsfn = ThreadsafeFunction<(), Unknown<'static>, DispatchArgs, Status, false, false, 0>;
+/// The dispatcher returns how many records it had to skip.
+type Tsfn = ThreadsafeFunction<(), u32, DispatchArgs, Status, false, false, 0>;
 
 /// A doorbell that runs a drain callback on the JS thread.
 #[derive(Default)]
 pub struct Doorbell {
   tsfn: Mutex<Option<Tsfn>>,
+  /// The sum of what the dispatcher returned: records it skipped.
+  skipped: Arc<AtomicU64>,
 }
 
 impl Doorbell {
@@ -28,7 +34,7 @@ impl Doorbell {
   /// each ring and returns the arguments to call `dispatcher` with.
   pub fn bind(
     &self,
-    dispatcher: &Function<'_, DispatchArgs, Unknown<'static>>,
+    dispatcher: &Function<'_, DispatchArgs, u32>,
     drain: impl FnMut(ThreadsafeCallContext<()>) -> napi::Result<DispatchArgs> + 'static,
   ) -> napi::Result<()> {
     let tsfn = dispatcher
@@ -43,8 +49,17 @@ impl Doorbell {
   /// Queues one drain call (never blocks; ignored once released).
   pub fn notify(&self) {
     if let Some(tsfn) = self.tsfn.lock().unwrap().as_ref() {
-      tsfn.call((), ThreadsafeFunctionCallMode::NonBlocking);
+      let skipped = self.skipped.clone();
+      tsfn.call_with_return_value((), ThreadsafeFunctionCallMode::NonBlocking, move |n, _env| {
+        skipped.fetch_add(u64::from(n.unwrap_or(0)), Ordering::Relaxed);
+        Ok(())
+      });
     }
+  }
+
+  /// Records the dispatcher skipped so far.
+  pub fn skipped(&self) -> u64 {
+    self.skipped.load(Ordering::Relaxed)
   }
 
   /// Whether an open buffer keeps the Node.js process alive.
