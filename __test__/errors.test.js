@@ -62,13 +62,14 @@ test('a program of the wrong type for the attach call says which SEC() it needs'
   throwsCode(assert, () => obj.attachUprobe(process.execPath, 'uv__io_poll', 'handle_enter_openat'), 'ERR_INVALID_ARG_TYPE', /SEC\("uprobe"\)/);
 });
 
-test('wrong key and value sizes of a map: ERR_BPF_INVALID_VALUE', (t) => {
+test('wrong keys and values of a map: ERR_BPF_INVALID_VALUE', (t) => {
   const obj = bpf.loadBpfProgram(objectPath('openat'));
   t.after(() => obj.close());
   const kv = obj.getMap('kv');
-  throwsCode(assert, () => kv.get(Buffer.alloc(8)), 'ERR_BPF_INVALID_VALUE', /map 'kv' has 4-byte keys; got a 8-byte Buffer/);
-  throwsCode(assert, () => kv.set(Buffer.alloc(4), Buffer.alloc(4)), 'ERR_BPF_INVALID_VALUE', /8-byte values; got a 4-byte Buffer/);
-  throwsCode(assert, () => obj.getMap('rb_events').get(Buffer.alloc(4)), 'ERR_INVALID_ARG_TYPE', /openRingBuffer/);
+  throwsCode(assert, () => kv.get(Buffer.alloc(8)), 'ERR_BPF_INVALID_VALUE', /map 'kv' key is a Buffer of 8 bytes; the type is 4 bytes/);
+  throwsCode(assert, () => kv.set(1, -1), 'ERR_BPF_INVALID_VALUE', /map 'kv' value: -1 does not fit u64/);
+  throwsCode(assert, () => kv.get('key'), 'ERR_BPF_INVALID_VALUE', /map 'kv' key: expected a number or bigint for u32, got string key/);
+  throwsCode(assert, () => obj.getMap('rb_events').get(1), 'ERR_INVALID_ARG_TYPE', /openRingBuffer/);
   throwsCode(assert, () => kv.openRingBuffer(() => {}), 'ERR_INVALID_ARG_TYPE', /needs a BPF_MAP_TYPE_RINGBUF map; map 'kv' is a hash map/);
   throwsCode(assert, () => obj.getMap('rb_events').openPerfBuffer(() => {}), 'ERR_INVALID_ARG_TYPE', /BPF_MAP_TYPE_PERF_EVENT_ARRAY/);
   throwsCode(assert, () => obj.getMap('perf_events').openPerfBuffer(() => {}, { pageCount: 3 }), 'ERR_BPF_INVALID_VALUE', /pageCount 3 is not a power of two/);
@@ -79,8 +80,7 @@ test('wrong argument types are errors with a code, not crashes', (t) => {
   t.after(() => obj.close());
   for (const call of [
     () => obj.attachTracepoint(1, 2, 3),
-    () => obj.setGlobalVariable('target_pid', 'five'),
-    () => obj.getMap('kv').get('key'),
+    () => obj.getMap('kv').set(),
     () => bpf.loadBpfProgram(42),
   ]) {
     assert.throws(call, (e) => e instanceof Error && typeof e.code === 'string' && e.message.length > 0);
@@ -137,6 +137,6 @@ test('use after close: ERR_BPF_CLOSED from every call', () => {
   throwsCode(assert, () => obj.attachTracepoint('syscalls', 'sys_enter_openat', prog), 'ERR_BPF_CLOSED');
   throwsCode(assert, () => obj.getMap('kv'), 'ERR_BPF_CLOSED');
   throwsCode(assert, () => obj.setGlobalVariable('target_pid', 1), 'ERR_BPF_CLOSED');
-  throwsCode(assert, () => kv.get(Buffer.alloc(4)), 'ERR_BPF_CLOSED');
+  throwsCode(assert, () => kv.get(1), 'ERR_BPF_CLOSED');
   throwsCode(assert, () => obj.getMap('perf_events'), 'ERR_BPF_CLOSED');
 });

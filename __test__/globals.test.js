@@ -11,10 +11,11 @@ test('globals lists the variables with their section, size and type', (t) => {
   const obj = bpf.loadBpfProgram(objectPath('openat'));
   t.after(() => obj.close());
   const byName = Object.fromEntries(obj.globals.map((g) => [g.name, g]));
-  assert.deepStrictEqual(byName.target_pid, { name: 'target_pid', section: '.rodata', size: 4, type: 'u32' });
-  assert.deepStrictEqual(byName.small_s16, { name: 'small_s16', section: '.rodata', size: 2, type: 's16' });
-  assert.deepStrictEqual(byName.sinks, { name: 'sinks', section: '.data', size: 4, type: 'u32' });
-  assert.deepStrictEqual(byName.enter_count, { name: 'enter_count', section: '.bss', size: 8, type: 'u64' });
+  const u32 = { kind: 'int', size: 4, signed: false };
+  assert.deepStrictEqual(byName.target_pid, { name: 'target_pid', section: '.rodata', size: 4, type: 'u32', layout: u32 });
+  assert.deepStrictEqual(byName.small_s16, { name: 'small_s16', section: '.rodata', size: 2, type: 's16', layout: { kind: 'int', size: 2, signed: true } });
+  assert.deepStrictEqual(byName.sinks, { name: 'sinks', section: '.data', size: 4, type: 'u32', layout: u32 });
+  assert.deepStrictEqual(byName.enter_count, { name: 'enter_count', section: '.bss', size: 8, type: 'u64', layout: { kind: 'int', size: 8, signed: false } });
   assert.strictEqual(byName.flag.type, 'bool');
 });
 
@@ -33,19 +34,21 @@ test('values round-trip with the type of each global', (t) => {
   assert.strictEqual(obj.getGlobalVariable('flag'), true);
   obj.setGlobalVariable('small_u8', Buffer.from([200]));
   assert.strictEqual(obj.getGlobalVariable('small_u8'), 200);
+  assert.strictEqual(obj.getGlobalVariable('big_s64', { int64: 'number' }), 12345);
 });
 
 test('a value that does not fit is an error, not a truncation', (t) => {
   const obj = bpf.loadBpfProgram(objectPath('openat'));
   t.after(() => obj.close());
-  throwsCode(assert, () => obj.setGlobalVariable('small_u8', 256), 'ERR_BPF_INVALID_VALUE', /small_u8.*u8.*256 does not fit/);
+  throwsCode(assert, () => obj.setGlobalVariable('small_u8', 256), 'ERR_BPF_INVALID_VALUE', /global 'small_u8' \(u8\): 256 does not fit u8 \(range 0\.\.255\)/);
   throwsCode(assert, () => obj.setGlobalVariable('small_u8', -1), 'ERR_BPF_INVALID_VALUE', /does not fit/);
   throwsCode(assert, () => obj.setGlobalVariable('small_s16', 32768), 'ERR_BPF_INVALID_VALUE', /does not fit/);
   throwsCode(assert, () => obj.setGlobalVariable('target_pid', 1.5), 'ERR_BPF_INVALID_VALUE', /not an integer/);
   throwsCode(assert, () => obj.setGlobalVariable('big_s64', 2n ** 63n), 'ERR_BPF_INVALID_VALUE', /does not fit/);
   throwsCode(assert, () => obj.setGlobalVariable('big_s64', 2 ** 60), 'ERR_BPF_INVALID_VALUE', /BigInt/);
-  throwsCode(assert, () => obj.setGlobalVariable('target_pid', Buffer.alloc(8)), 'ERR_BPF_INVALID_VALUE', /8 bytes; pass exactly 4/);
-  throwsCode(assert, () => obj.setGlobalVariable('flag', 2), 'ERR_BPF_INVALID_VALUE', /not a boolean/);
+  throwsCode(assert, () => obj.setGlobalVariable('target_pid', Buffer.alloc(8)), 'ERR_BPF_INVALID_VALUE', /a Buffer of 8 bytes; the type is 4 bytes/);
+  throwsCode(assert, () => obj.setGlobalVariable('flag', 2), 'ERR_BPF_INVALID_VALUE', /expected a boolean, got number 2/);
+  throwsCode(assert, () => obj.setGlobalVariable('target_pid', 'five'), 'ERR_BPF_INVALID_VALUE', /expected a number or bigint for u32, got string five/);
   throwsCode(assert, () => obj.setGlobalVariable('no_such_global', 1), 'ERR_BPF_UNKNOWN_NAME', /no global variable 'no_such_global'.*target_pid/);
   assert.strictEqual(obj.getGlobalVariable('small_u8'), 0, 'failed sets wrote nothing');
 });

@@ -1,32 +1,35 @@
 'use strict';
-// Raw maps: keys and values as Buffers of the map's sizes.
+// Maps with BTF types: keys and values as JavaScript values (the full
+// matrix of map types is in types.test.js).
 const test = require('node:test');
 const assert = require('node:assert');
 const fs = require('node:fs');
 const os = require('node:os');
 const { bpf, objectPath } = require('./helpers');
 
-const u32 = (n) => { const b = Buffer.alloc(4); b.writeUInt32LE(n); return b; };
-const u64 = (n) => { const b = Buffer.alloc(8); b.writeBigUInt64LE(BigInt(n)); return b; };
-
-test('a hash map: set, get, keys, entries, delete', (t) => {
+test('a hash map of u32 -> u64: numbers in, bigints out', (t) => {
   const obj = bpf.loadBpfProgram(objectPath('openat'));
   t.after(() => obj.close());
   const kv = obj.getMap('kv');
   assert.deepStrictEqual([kv.name, kv.type, kv.keySize, kv.valueSize, kv.maxEntries], ['kv', 'hash', 4, 8, 16]);
-  assert.strictEqual(kv.get(u32(1)), null, 'missing key: null');
-  for (let i = 1; i <= 3; i++) kv.set(u32(i), u64(i * 100));
-  assert.deepStrictEqual(kv.get(u32(2)), u64(200));
-  assert.deepStrictEqual(kv.keys().map((k) => k.readUInt32LE()).sort(), [1, 2, 3]);
-  const entries = kv.entries().map(([k, v]) => [k.readUInt32LE(), Number(v.readBigUInt64LE())]).sort((a, b) => a[0] - b[0]);
-  assert.deepStrictEqual(entries, [[1, 100], [2, 200], [3, 300]]);
-  assert.strictEqual(kv.delete(u32(2)), true);
-  assert.strictEqual(kv.delete(u32(2)), false, 'already gone');
-  assert.strictEqual(kv.get(u32(2)), null);
-  assert.strictEqual(kv.keys().length, 2);
+  assert.deepStrictEqual(kv.keyLayout, { kind: 'int', size: 4, signed: false });
+  assert.strictEqual(kv.get(1), undefined, 'missing key: undefined, as a JS Map');
+  for (let i = 1; i <= 3; i++) kv.set(i, i * 100);
+  assert.strictEqual(kv.get(2), 200n);
+  assert.deepStrictEqual(kv.keys().sort(), [1, 2, 3]);
+  assert.deepStrictEqual(kv.values().sort(), [100n, 200n, 300n]);
+  assert.deepStrictEqual(kv.entries().sort((a, b) => a[0] - b[0]), [[1, 100n], [2, 200n], [3, 300n]]);
+  assert.deepStrictEqual(new Map(kv), new Map([[1, 100n], [2, 200n], [3, 300n]]), 'iterable into a JS Map');
+  assert.strictEqual(kv.delete(2), true);
+  assert.strictEqual(kv.delete(2), false, 'already gone');
+  assert.strictEqual(kv.has(2), false);
+  assert.strictEqual(kv.size, 2);
+  // decode options per map
+  const asNumbers = obj.getMap('kv', { int64: 'number' });
+  assert.strictEqual(asNumbers.get(3), 300);
 });
 
-test('a per-CPU array holds one value per possible CPU, written by the program', (t) => {
+test('a per-CPU array of structs, written by the program, one value per CPU', (t) => {
   const obj = bpf.loadBpfProgram(objectPath('openat'));
   t.after(() => obj.close());
   obj.setGlobalVariable('target_pid', process.pid);
@@ -37,12 +40,10 @@ test('a per-CPU array holds one value per possible CPU, written by the program',
   fs.closeSync(fs.openSync(path, 'r'));
   const scratch = obj.getMap('scratch');
   assert.strictEqual(scratch.type, 'percpuarray');
-  const values = scratch.get(u32(0));
-  assert.ok(Array.isArray(values));
-  assert.ok(values.length >= os.cpus().length);
-  assert.ok(values.every((v) => v.length === scratch.valueSize));
-  assert.ok(values.some((v) => v.toString('utf8', 24, 24 + path.length) === path), 'the program wrote our event');
-  // one value for every CPU
-  scratch.set(u32(0), Buffer.alloc(scratch.valueSize, 7));
-  assert.ok(scratch.get(u32(0)).every((v) => v.every((b) => b === 7)));
+  const values = scratch.get(0);
+  assert.strictEqual(values.length, bpf.features().possibleCpus);
+  const ours = values.find((v) => v.filename === path);
+  assert.ok(ours, 'the program wrote our event on one CPU');
+  assert.strictEqual(ours.pid, process.pid);
+  assert.ok(ours.ret >= 0 && ours.duration_ns > 0n);
 });
