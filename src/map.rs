@@ -52,17 +52,7 @@ impl BpfObject {
         unsafe { (libbpf_sys::bpf_map__btf_key_type_id(raw), libbpf_sys::bpf_map__btf_value_type_id(raw)) };
       (map.map_type(), map.key_size(), map.value_size(), map.max_entries(), key_id, value_id)
     };
-    let layouts = state
-      .with_btf(|b| (btf::layout_by_id(b, key_id), btf::layout_by_id(b, value_id)))
-      .unwrap_or((None, None));
-    let (key_layout, value_layout) = match map_type {
-      // an array of instruction addresses, up to the first zero
-      MapType::StackTrace => (
-        Some(json!({"kind": "int", "size": 4, "signed": false})),
-        Some(json!({"kind": "stack", "size": value_size, "len": value_size / 8})),
-      ),
-      _ => layouts,
-    };
+    let (key_layout, value_layout) = layouts(&state, map_type, value_size, key_id, value_id);
     let register = |layout: Option<Value>| -> BpfResult<Option<(TypeId, Value)>> {
       layout.map(|l| Ok((runtime::register(&env, &l, &options)?, l))).transpose()
     };
@@ -76,6 +66,83 @@ impl BpfObject {
       key: register(key_layout)?,
       value: register(value_layout)?,
     })
+  }
+}
+
+/// A map of an object, as `obj.maps` lists it.
+#[napi(object)]
+pub struct MapInfo {
+  pub name: String,
+  /// libbpf's name of the map type: `hash`, `array`, `percpu_array`,
+  /// `ringbuf`, `perf_event_array`, `stack_trace`, ...
+  pub r#type: String,
+  pub key_size: u32,
+  pub value_size: u32,
+  pub max_entries: u32,
+  /// How keys decode (null: raw Buffers).
+  #[napi(ts_type = "TypeLayout | null")]
+  pub key_layout: Option<Value>,
+  /// How values decode (null: raw Buffers).
+  #[napi(ts_type = "TypeLayout | null")]
+  pub value_layout: Option<Value>,
+}
+
+#[napi]
+impl BpfObject {
+  /// The object's maps (data-section maps excluded) with their types and
+  /// layouts; no load needed.
+  #[napi(getter)]
+  pub fn maps(&self) -> Result<Vec<MapInfo>> {
+    let state = self.state.borrow();
+    state.check_open()?;
+    let mut out = Vec::new();
+    for name in &state.maps {
+      let Some(raw) = state.raw_map(name) else { continue };
+      // SAFETY: a map of the live object.
+      let (t, key_size, value_size, max_entries, key_id, value_id) = unsafe {
+        (
+          libbpf_sys::bpf_map__type(raw),
+          libbpf_sys::bpf_map__key_size(raw),
+          libbpf_sys::bpf_map__value_size(raw),
+          libbpf_sys::bpf_map__max_entries(raw),
+          libbpf_sys::bpf_map__btf_key_type_id(raw),
+          libbpf_sys::bpf_map__btf_value_type_id(raw),
+        )
+      };
+      let (key_layout, value_layout) = layouts(&state, MapType::from(t), value_size, key_id, value_id);
+      out.push(MapInfo {
+        name: name.clone(),
+        r#type: map_type_name(MapType::from(t)),
+        key_size,
+        value_size,
+        max_entries,
+        key_layout,
+        value_layout,
+      });
+    }
+    Ok(out)
+  }
+}
+
+/// libbpf's name of a map type (`percpu_array`).
+fn map_type_name(t: MapType) -> String {
+  // SAFETY: libbpf returns a static string or NULL.
+  let name = unsafe { libbpf_sys::libbpf_bpf_map_type_str(t as u32) };
+  if name.is_null() {
+    return format!("{t:?}").to_lowercase();
+  }
+  unsafe { std::ffi::CStr::from_ptr(name) }.to_string_lossy().into_owned()
+}
+
+/// The key and value layouts of a map, by its BTF type ids.
+fn layouts(state: &crate::object::ObjectState, t: MapType, value_size: u32, key_id: u32, value_id: u32) -> (Option<Value>, Option<Value>) {
+  match t {
+    // an array of instruction addresses, up to the first zero
+    MapType::StackTrace => (
+      Some(json!({"kind": "int", "size": 4, "signed": false})),
+      Some(json!({"kind": "stack", "size": value_size, "len": value_size / 8})),
+    ),
+    _ => state.with_btf(|b| (btf::layout_by_id(b, key_id), btf::layout_by_id(b, value_id))).unwrap_or((None, None)),
   }
 }
 
@@ -96,7 +163,7 @@ impl BpfMap {
   }
 
   fn type_name(&self) -> String {
-    format!("{:?}", self.map_type).to_lowercase()
+    map_type_name(self.map_type)
   }
 
   fn map_error(&self, op: &str, e: libbpf_rs::Error) -> BpfError {
@@ -230,7 +297,8 @@ impl BpfMap {
     self.name.clone()
   }
 
-  /// The map type: `hash`, `array`, `percpuhash`, `ringbuf`, ...
+  /// libbpf's name of the map type: `hash`, `array`, `percpu_array`,
+  /// `ringbuf`, ...
   #[napi(getter, js_name = "type")]
   pub fn kind(&self) -> String {
     self.type_name()

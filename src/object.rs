@@ -198,6 +198,19 @@ impl ObjectState {
     btf::of_object(unsafe { raw.as_ref() }).map(|b| f(&b))
   }
 
+  /// A map of the object by name, opened or loaded.
+  pub fn raw_map(&self, name: &str) -> Option<*mut libbpf_sys::bpf_map> {
+    let raw = match &self.stage {
+      Stage::Open(open) => open.as_libbpf_object(),
+      Stage::Loaded(obj) => obj.as_libbpf_object(),
+      Stage::Failed(_) | Stage::Closed => return None,
+    };
+    let name = std::ffi::CString::new(name).ok()?;
+    // SAFETY: a live object; libbpf returns NULL when there is no such map.
+    let map = unsafe { libbpf_sys::bpf_object__find_map_by_name(raw.as_ptr(), name.as_ptr()) };
+    (!map.is_null()).then_some(map)
+  }
+
   /// The codec layout of a named struct, union, enum or typedef.
   pub fn type_layout(&self, name: &str) -> BpfResult<serde_json::Value> {
     self.check_open()?;
@@ -274,8 +287,13 @@ pub struct BpfObject {
 }
 
 /// Opens a compiled BPF ELF object (a path or a Buffer holding the file).
-/// Nothing enters the kernel until `load()`, an attach or `getMap()`.
-#[napi]
+/// Nothing enters the kernel until `load()`, an attach or `getMap()`. With
+/// the types that `npx node-libbpf types prog.bpf.o` writes,
+/// `loadBpfProgram<Types>(...)` types its maps, globals and records.
+#[napi(
+  ts_generic_types = "T extends ObjectTypes = never",
+  ts_return_type = "[T] extends [never] ? BpfObject : TypedBpfObject<T>"
+)]
 pub fn load_bpf_program(source: Either<String, Buffer>, options: Option<LoadOptions>) -> Result<BpfObject> {
   Ok(open_object(source, options.unwrap_or_default())?)
 }
