@@ -2,7 +2,7 @@
 // How fast a ring buffer delivers records to a JavaScript callback: a C loop
 // makes N getppid calls, __test__/bpf/stream.bpf.c emits a 24-byte record for
 // each, and a callback counts them. Prints one line of figures.
-//   node bench/ring_rate.js [N=2000000] [--no-wakeup]
+//   node bench/ring_rate.js [N=2000000] [--no-wakeup] [--typed]
 const path = require('node:path');
 const { spawn } = require('node:child_process');
 const root = path.join(__dirname, '..');
@@ -11,6 +11,7 @@ const { buildFixture } = require(path.join(root, '__test__', 'helpers'));
 
 const N = Number(process.argv.find((a) => /^\d+$/.test(a)) || 2_000_000);
 const noWakeup = process.argv.includes('--no-wakeup');
+const typed = process.argv.includes('--typed');
 
 function run(traced) {
   const child = spawn(buildFixture('getppid_loop'), [String(N)], { stdio: ['pipe', 'pipe', 'inherit'] });
@@ -35,7 +36,7 @@ function run(traced) {
   const rb = obj.getMap('events').openRingBuffer(() => {
     if (received++ === 0) first = process.hrtime.bigint();
     last = process.hrtime.bigint();
-  });
+  }, typed ? { type: 'stream_event' } : {});
   const cpu0 = process.cpuUsage();
   loop.go();
   const tracedNs = await loop.done;
@@ -55,6 +56,7 @@ function run(traced) {
     slowdown: +(tracedNs / untracedNs).toFixed(2),
     consumerCpuSeconds: +((cpu.user + cpu.system) / 1e6).toFixed(2),
     mode: noWakeup ? 'BPF_RB_NO_WAKEUP' : 'adaptive wakeup',
+    delivered: typed ? 'decoded objects' : 'Buffers',
   }));
   obj.close();
 })();

@@ -11,6 +11,9 @@ const volatile __u32 sink = 1;
 /* submit ring records without waking the reader (BPF_RB_NO_WAKEUP) */
 const volatile bool no_wakeup = false;
 
+/* keep struct stream_event in BTF for typed decoding */
+struct stream_event *unused_stream_event __attribute__((unused));
+
 __u64 seq = 0;
 __u64 ring_full = 0;
 __u64 perf_errors = 0;
