@@ -33,7 +33,7 @@ static __always_inline bool trace_allowed(void)
 }
 
 /* a zeroed start for this thread's call, or NULL when not traced */
-static __always_inline struct start *enter_call(__u32 syscall)
+static __always_inline struct start *enter_call(enum file_io_syscall syscall)
 {
 	static const struct start zero = {};
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
@@ -50,7 +50,7 @@ static __always_inline struct start *enter_call(__u32 syscall)
 }
 
 /* completes this thread's call with its duration and return value, and emits it */
-static __always_inline int exit_call(void *ctx, __u32 syscall, long ret)
+static __always_inline int exit_call(void *ctx, enum file_io_syscall syscall, long ret)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tid = (__u32)id;

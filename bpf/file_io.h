@@ -5,26 +5,26 @@
 #define FILENAME_LEN 256
 #define TASK_COMM_LEN 16
 
-/* which call a record is about (not the kernel's syscall numbers) */
+/* which call a record is about (not the kernel's syscall numbers); records decode it by name */
 enum file_io_syscall {
-	FILE_IO_OPENAT = 0,
-	FILE_IO_READ = 1,
-	FILE_IO_WRITE = 2,
-	FILE_IO_CLOSE = 3,
+	FILE_IO_OPENAT,
+	FILE_IO_READ,
+	FILE_IO_WRITE,
+	FILE_IO_CLOSE,
 };
 
-/* one call, emitted at its sys_exit; byte offsets for the JavaScript decoder */
+/* one call, emitted at its sys_exit; JavaScript decodes it from the object's BTF */
 struct file_io_event {
-	__u32 syscall;			/*  0: enum file_io_syscall */
-	__u32 pid;			/*  4: process (tgid) */
-	__u32 tid;			/*  8: thread */
-	__s32 fd;			/* 12: read, write, close */
-	__u64 duration_ns;		/* 16 */
-	__s64 ret;			/* 24: fd (openat), bytes (read, write) or -errno */
-	__u32 flags;			/* 32: openat O_* flags */
-	__u32 mode;			/* 36: openat mode (with O_CREAT) */
-	char comm[TASK_COMM_LEN];	/* 40 */
-	char filename[FILENAME_LEN];	/* 56: openat */
-};					/* 312 bytes */
+	enum file_io_syscall syscall;
+	__u32 pid;			/* process (tgid) */
+	__u32 tid;			/* thread */
+	__s32 fd;			/* read, write, close */
+	__u64 duration_ns;
+	__s64 ret;			/* fd (openat), bytes (read, write) or -errno */
+	__u32 flags;			/* openat: O_* flags */
+	__u32 mode;			/* openat: mode (with O_CREAT) */
+	char comm[TASK_COMM_LEN];
+	char filename[FILENAME_LEN];	/* openat */
+};
 
 #endif /* __FILE_IO_H */

@@ -4,28 +4,27 @@
 
 #define TASK_COMM_LEN 16
 
-/* which call a record is about (not the kernel's syscall numbers) */
+/* which call a record is about (not the kernel's syscall numbers); records decode it by name */
 enum mem_syscall {
-	MEM_MMAP = 0,
-	MEM_MUNMAP = 1,
-	MEM_MADVISE = 2,
+	MEM_MMAP,
+	MEM_MUNMAP,
+	MEM_MADVISE,
 };
 
-/* one call, emitted at its sys_exit; byte offsets for the JavaScript decoder */
+/* one call, emitted at its sys_exit; JavaScript decodes it from the object's BTF */
 struct mem_event {
-	__u32 syscall;			/*  0: enum mem_syscall */
-	__u32 pid;			/*  4: process (tgid) */
-	__u32 tid;			/*  8: thread */
-	__s32 fd;			/* 12: mmap (-1: anonymous) */
-	__u64 duration_ns;		/* 16 */
-	__s64 ret;			/* 24: address (mmap), 0 or -errno */
-	__u64 addr;			/* 32 */
-	__u64 len;			/* 40 */
-	__u32 prot;			/* 48: mmap PROT_* */
-	__u32 flags;			/* 52: mmap MAP_* */
-	__u32 advice;			/* 56: madvise MADV_* */
-	__u32 __pad;			/* 60 */
-	char comm[TASK_COMM_LEN];	/* 64 */
-};					/* 80 bytes */
+	enum mem_syscall syscall;
+	__u32 pid;			/* process (tgid) */
+	__u32 tid;			/* thread */
+	__s32 fd;			/* mmap (-1: anonymous) */
+	__u64 duration_ns;
+	__s64 ret;			/* address (mmap), 0 or -errno */
+	__u64 addr;
+	__u64 len;
+	__u32 prot;			/* mmap: PROT_* */
+	__u32 flags;			/* mmap: MAP_* */
+	__u32 advice;			/* madvise: MADV_* */
+	char comm[TASK_COMM_LEN];
+};
 
 #endif /* __MEM_LATENCY_H */

@@ -2,6 +2,7 @@
 /* Network latency: socket and connect of one process, one ring buffer record per call. */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
 #include "net_latency.h"
 
 #define AF_INET 2
@@ -35,7 +36,7 @@ static __always_inline bool trace_allowed(void)
 }
 
 /* a zeroed start for this thread's call, or NULL when not traced */
-static __always_inline struct start *enter_call(__u32 syscall)
+static __always_inline struct start *enter_call(enum net_syscall syscall)
 {
 	static const struct start zero = {};
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
@@ -52,7 +53,7 @@ static __always_inline struct start *enter_call(__u32 syscall)
 }
 
 /* completes this thread's call with its duration and return value, and emits it */
-static __always_inline int exit_call(__u32 syscall, long ret)
+static __always_inline int exit_call(enum net_syscall syscall, long ret)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tid = (__u32)id;
@@ -124,14 +125,14 @@ int handle_enter_connect(struct trace_event_raw_sys_enter *ctx)
 		struct sockaddr_in sin = {};
 
 		bpf_probe_read_user(&sin, sizeof(sin), uaddr);
-		e->port = sin.sin_port;
-		__builtin_memcpy(e->addr, &sin.sin_addr, 4);
+		e->port = bpf_ntohs(sin.sin_port);
+		__builtin_memcpy(e->addr.v4, &sin.sin_addr, sizeof(e->addr.v4));
 	} else if (family == AF_INET6 && addrlen >= sizeof(struct sockaddr_in6)) {
 		struct sockaddr_in6 sin6 = {};
 
 		bpf_probe_read_user(&sin6, sizeof(sin6), uaddr);
-		e->port = sin6.sin6_port;
-		__builtin_memcpy(e->addr, &sin6.sin6_addr, 16);
+		e->port = bpf_ntohs(sin6.sin6_port);
+		__builtin_memcpy(e->addr.v6, &sin6.sin6_addr, sizeof(e->addr.v6));
 	}
 	s->ts = bpf_ktime_get_ns();
 	return 0;

@@ -7,8 +7,8 @@ const path = require('path');
 const bpf = require(path.join(__dirname, '..'));
 const tools = require(path.join(__dirname, '..', 'lib', 'tools'));
 
-// enum file_io_syscall in bpf/file_io.h
-const SYSCALLS = ['openat', 'read', 'write', 'close'];
+// enum file_io_syscall (bpf/file_io.h): how records name the call
+const SYSCALLS = { FILE_IO_OPENAT: 'openat', FILE_IO_READ: 'read', FILE_IO_WRITE: 'write', FILE_IO_CLOSE: 'close' };
 
 // openat's flags besides the access mode; O_CLOEXEC is not in fs.constants
 const ACCESS_MODES = ['O_RDONLY', 'O_WRONLY', 'O_RDWR'];
@@ -21,22 +21,18 @@ function openFlags(flags) {
   return [ACCESS_MODES[flags & 3] ?? 'O_ACCMODE', tools.flagNames(flags & ~3, O_FLAGS, '')].filter(Boolean).join('|');
 }
 
-/** struct file_io_event (bpf/file_io.h) from the record's bytes. */
-function decode(data) {
-  const syscall = SYSCALLS[data.readUInt32LE(0)];
+/** What a struct file_io_event (bpf/file_io.h) reports of its call. */
+function toEvent(record) {
+  const syscall = SYSCALLS[record.syscall];
   return {
     syscall,
-    pid: data.readUInt32LE(4),
-    tid: data.readUInt32LE(8),
-    duration_ns: Number(data.readBigUInt64LE(16)),
-    ret: Number(data.readBigInt64LE(24)),
-    ...(syscall !== 'openat' && { fd: data.readInt32LE(12) }),
-    ...(syscall === 'openat' && {
-      flags: openFlags(data.readUInt32LE(32)),
-      mode: data.readUInt32LE(36),
-      filename: tools.cString(data, 56, 256),
-    }),
-    comm: tools.cString(data, 40, 16),
+    pid: record.pid,
+    tid: record.tid,
+    duration_ns: record.duration_ns,
+    ret: record.ret,
+    ...(syscall !== 'openat' && { fd: record.fd }),
+    ...(syscall === 'openat' && { flags: openFlags(record.flags), mode: record.mode, filename: record.filename }),
+    comm: record.comm,
   };
 }
 
@@ -51,22 +47,26 @@ function details(e) {
 async function main() {
   const opts = tools.parseArgs('Prints every openat, read, write and close of a process, with its latency.');
   const target = await tools.traceTarget(opts, path.join(__dirname, 'workloads', 'file_io.js'));
-  const summary = new tools.LatencySummary(SYSCALLS);
+  const summary = new tools.LatencySummary(Object.values(SYSCALLS));
   let obj, events;
   try {
     obj = bpf.loadBpfProgram(path.join(__dirname, '..', 'bpf', '.output', 'file_io.bpf.o'));
     obj.setGlobalVariable('target_pid', target.pid);
-    for (const name of SYSCALLS) {
+    for (const name of Object.values(SYSCALLS)) {
       obj.attachTracepoint('syscalls', `sys_enter_${name}`, obj.programs[`handle_enter_${name}`]);
       obj.attachTracepoint('syscalls', `sys_exit_${name}`, obj.programs[`handle_exit_${name}`]);
     }
     events = obj.getMap('events').openPerfBuffer(
-      (cpu, data) => {
-        const event = decode(data);
+      (cpu, record) => {
+        const event = toEvent(record);
         summary.add(event.syscall, event.duration_ns);
         tools.printEvent(opts, event, details);
       },
-      { lost: (cpu, count) => console.error(`lost ${count} records on CPU ${cpu}`) },
+      {
+        type: 'file_io_event',
+        int64: 'number', // duration_ns and ret as numbers (exact: far below 2^53)
+        lost: (cpu, count) => console.error(`lost ${count} records on CPU ${cpu}`),
+      },
     );
     await tools.untilStopped(opts, target);
   } finally {

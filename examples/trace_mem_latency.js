@@ -7,8 +7,8 @@ const path = require('path');
 const bpf = require(path.join(__dirname, '..'));
 const tools = require(path.join(__dirname, '..', 'lib', 'tools'));
 
-// enum mem_syscall in bpf/mem_latency.h
-const SYSCALLS = ['mmap', 'munmap', 'madvise'];
+// enum mem_syscall (bpf/mem_latency.h): how records name the call
+const SYSCALLS = { MEM_MMAP: 'mmap', MEM_MUNMAP: 'munmap', MEM_MADVISE: 'madvise' };
 
 // <sys/mman.h> (x86_64 and arm64 values)
 const PROT = { PROT_READ: 0x1, PROT_WRITE: 0x2, PROT_EXEC: 0x4 };
@@ -26,25 +26,24 @@ const MADV = {
   22: 'MADV_POPULATE_READ', 23: 'MADV_POPULATE_WRITE', 24: 'MADV_DONTNEED_LOCKED', 25: 'MADV_COLLAPSE',
 };
 
-/** struct mem_event (bpf/mem_latency.h) from the record's bytes. */
-function decode(data) {
-  const syscall = SYSCALLS[data.readUInt32LE(0)];
-  const advice = data.readUInt32LE(56);
+/** What a struct mem_event (bpf/mem_latency.h) reports of its call. */
+function toEvent(record) {
+  const syscall = SYSCALLS[record.syscall];
   return {
     syscall,
-    pid: data.readUInt32LE(4),
-    tid: data.readUInt32LE(8),
-    duration_ns: Number(data.readBigUInt64LE(16)),
-    ret: Number(data.readBigInt64LE(24)), // mmap: the address (below 2^53 on 64-bit Linux)
-    addr: Number(data.readBigUInt64LE(32)),
-    len: Number(data.readBigUInt64LE(40)),
+    pid: record.pid,
+    tid: record.tid,
+    duration_ns: record.duration_ns,
+    ret: record.ret, // mmap: the address
+    addr: record.addr,
+    len: record.len,
     ...(syscall === 'mmap' && {
-      prot: tools.flagNames(data.readUInt32LE(48), PROT, 'PROT_NONE'),
-      flags: tools.flagNames(data.readUInt32LE(52), MAP),
-      fd: data.readInt32LE(12),
+      prot: tools.flagNames(record.prot, PROT, 'PROT_NONE'),
+      flags: tools.flagNames(record.flags, MAP),
+      fd: record.fd,
     }),
-    ...(syscall === 'madvise' && { advice: MADV[advice] ?? String(advice) }),
-    comm: tools.cString(data, 64, 16),
+    ...(syscall === 'madvise' && { advice: MADV[record.advice] ?? String(record.advice) }),
+    comm: record.comm,
   };
 }
 
@@ -62,22 +61,27 @@ function details(e) {
 async function main() {
   const opts = tools.parseArgs('Prints every mmap, munmap and madvise of a process, with its latency.');
   const target = await tools.traceTarget(opts, path.join(__dirname, 'workloads', 'mem.js'), ['--expose-gc']);
-  const summary = new tools.LatencySummary(SYSCALLS);
+  const summary = new tools.LatencySummary(Object.values(SYSCALLS));
   let obj, events;
   try {
     obj = bpf.loadBpfProgram(path.join(__dirname, '..', 'bpf', '.output', 'mem_latency.bpf.o'));
     obj.setGlobalVariable('target_pid', target.pid);
-    for (const name of SYSCALLS) {
+    for (const name of Object.values(SYSCALLS)) {
       obj.attachTracepoint('syscalls', `sys_enter_${name}`, obj.programs[`handle_enter_${name}`]);
       obj.attachTracepoint('syscalls', `sys_exit_${name}`, obj.programs[`handle_exit_${name}`]);
     }
     events = obj.getMap('events').openRingBuffer(
-      (data) => {
-        const event = decode(data);
+      (record) => {
+        const event = toEvent(record);
         summary.add(event.syscall, event.duration_ns);
         tools.printEvent(opts, event, details);
       },
-      { lost: (count) => console.error(`lost ${count} records`) },
+      {
+        type: 'mem_event',
+        // addresses, lengths and durations as numbers: user-space addresses are below 2^53
+        int64: 'number',
+        lost: (count) => console.error(`lost ${count} records`),
+      },
     );
     await tools.untilStopped(opts, target);
   } finally {

@@ -129,12 +129,6 @@ function printEvent(opts, event, details) {
   }
 }
 
-/** A NUL-terminated C string of `length` bytes at `offset`. */
-function cString(buf, offset, length) {
-  const end = buf.indexOf(0, offset);
-  return buf.toString('utf8', offset, end === -1 || end > offset + length ? offset + length : end);
-}
-
 const ERRNO_NAMES = new Map();
 for (const [name, value] of Object.entries(os.constants.errno)) {
   if (!ERRNO_NAMES.has(value)) ERRNO_NAMES.set(value, name);
@@ -213,7 +207,6 @@ module.exports = {
   traceTarget,
   untilStopped,
   printEvent,
-  cString,
   errnoName,
   formatRet,
   flagNames,

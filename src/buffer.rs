@@ -219,7 +219,10 @@ fn open(
       options.check()?;
       let layout = req.state.borrow().type_layout(name)?;
       if !matches!(layout["kind"].as_str(), Some("struct") | Some("union")) {
-        return err(Code::InvalidValue, format!("type '{name}' is a {}, not a struct: records decode as structs", layout["kind"]));
+        return err(
+          Code::InvalidValue,
+          format!("type '{name}' is a {}, not a struct: records decode as structs", layout["kind"].as_str().unwrap_or("?")),
+        );
       }
       Some(runtime::register(req.env, &layout, options)?)
     }

@@ -120,10 +120,11 @@
         }
         case 'string':
           return `cstr(b, ${at}, ${t.size})`;
+        // copies: a kept field must not pin the whole batch in memory
         case 'bytes':
-          return `b.subarray(${at}, ${at} + ${t.size})`;
+          return `Buffer.from(b.subarray(${at}, ${at} + ${t.size}))`;
         case 'flex':
-          return `b.subarray(${at}, end)`;
+          return `Buffer.from(b.subarray(${at}, end))`;
         case 'stack':
           return `stackOf(b, ${at}, ${t.len}, ${int64})`;
         case 'array': {
