@@ -187,9 +187,11 @@ export declare class BpfObject {
   attachKretprobe(funcName: string, prog: BpfProgram | string, options?: KprobeOptions | undefined | null): BpfLink
   /**
    * Attaches a `SEC("tp/...")` program to the tracepoint `category:name`
-   * (e.g. `syscalls`, `sys_enter_openat`). Mounts tracefs if needed.
+   * (e.g. `syscalls`, `sys_enter_openat`). Mounts tracefs if needed. The
+   * `cookie` tells attachments of one program apart
+   * (`bpf_get_attach_cookie()`).
    */
-  attachTracepoint(category: string, name: string, prog: BpfProgram | string): BpfLink
+  attachTracepoint(category: string, name: string, prog: BpfProgram | string, options?: KprobeOptions | undefined | null): BpfLink
   /**
    * Attaches a `SEC("raw_tp/...")` program to the raw tracepoint `name`
    * (e.g. `sys_enter`, `sched_switch`).
@@ -323,6 +325,22 @@ export declare class EventBuffer {
   get closed(): boolean
 }
 
+/**
+ * Turns addresses into function names, caching what it has parsed
+ * (symbol tables, DWARF, perf maps) across calls.
+ */
+export declare class Symbolizer {
+  constructor()
+  /** Names of kernel addresses (from /proc/kallsyms). */
+  kernel(addresses: Array<bigint>): Array<Frame>
+  /**
+   * Names of user-space addresses of process `pid`: ELF symbols of its
+   * binaries and libraries, and JIT frames from /tmp/perf-<pid>.map
+   * (node --perf-basic-prof). The process must still be running.
+   */
+  process(pid: number, addresses: Array<bigint>): Array<Frame>
+}
+
 /** How typed values are decoded. */
 export interface DecodeOptions {
   /**
@@ -336,6 +354,29 @@ export interface DecodeOptions {
    */
   enums?: 'name' | 'number'
 }
+
+/**
+ * The byte offset of member `member` in struct `structName`, from the DWARF
+ * of an ELF file (e.g. `runtime.g` and `goid` in a Go binary).
+ */
+export declare function dwarfMemberOffset(path: string, structName: string, member: string): number
+
+/** A function symbol of an ELF file. */
+export interface ElfSymbol {
+  name: string
+  /** The virtual address in the file. */
+  address: bigint
+  /** Where the function is in the file (what uprobes attach at). */
+  fileOffset?: bigint
+  size?: number
+}
+
+/**
+ * The function symbols of an ELF binary or library (symtab and dynsym,
+ * defined ones, each name once), e.g. to attach a uprobe to every
+ * `pthread_mutex_*` of libc.
+ */
+export declare function elfSymbols(path: string): Array<ElfSymbol>
 
 /** Probes the running kernel for what node-libbpf can use on it. */
 export declare function features(): Features
@@ -366,6 +407,35 @@ export interface Features {
   possibleCpus: number
 }
 
+/**
+ * A flame graph (SVG) of folded stacks: one `frame;frame;frame count` per
+ * line, root first, as `stackcount --folded` prints them (inferno).
+ */
+export declare function flameGraph(folded: string, options?: FlameGraphOptions | undefined | null): string
+
+/** Options of `flameGraph`. */
+export interface FlameGraphOptions {
+  title?: string
+  /** What the counts are (default `samples`). */
+  countName?: string
+}
+
+/** A symbolized address. */
+export interface Frame {
+  /** The function (demangled); absent when the address has no symbol. */
+  name?: string
+  /**
+   * The file the address is in (a binary, a library, `[kernel]`, the perf
+   * map).
+   */
+  module?: string
+  /** The offset of the address in the function. */
+  offset: number
+  /** The source file and line, when DWARF has them. */
+  file?: string
+  line?: number
+}
+
 /** A global variable of the object. */
 export interface GlobalInfo {
   name: string
@@ -378,7 +448,7 @@ export interface GlobalInfo {
   layout: TypeLayout
 }
 
-/** Options of `attachKprobe`/`attachKretprobe`. */
+/** Options of `attachKprobe`/`attachKretprobe`/`attachTracepoint`. */
 export interface KprobeOptions {
   /** Value for `bpf_get_attach_cookie()`. */
   cookie?: bigint

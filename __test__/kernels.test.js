@@ -97,6 +97,27 @@ test('features() describes the running kernel', (t) => {
   }
 });
 
+test('every BPF object of the project loads here: CO-RE relocates it against this kernel\'s BTF', (t) => {
+  // compiled against the build machine's vmlinux.h; CO-RE must fit them to this kernel
+  const dir = path.dirname(objectPath('openat'));
+  const objects = fs.readdirSync(dir).filter((f) => f.endsWith('.bpf.o')).sort();
+  assert.ok(objects.includes('kprobe_openat.bpf.o') && objects.includes('file_io.bpf.o'));
+  const failed = [];
+  for (const file of objects) {
+    const obj = bpf.loadBpfProgram(path.join(dir, file));
+    try {
+      obj.load();
+    } catch (e) {
+      // fentry programs are refused by some kernels: the ENOTSUP test below covers it
+      if (!(file === 'fentry.bpf.o' && !features.fentry && e.code === 'ENOTSUP')) failed.push(`${file}: ${e.code}: ${e.message}`);
+    } finally {
+      obj.close();
+    }
+  }
+  t.diagnostic(`${objects.length} objects: ${objects.join(' ')}`);
+  assert.deepStrictEqual(failed, [], `objects that do not load on ${features.release}`);
+});
+
 test('kprobe + kretprobe on __x64_sys_openat: exactly K pairs per file, return values, durations', async (t) => {
   if (!features.kprobes) return t.skip(NO_KPROBES);
   const files = twoFiles(); // before attaching: creating them opens one

@@ -43,7 +43,7 @@ impl BpfLink {
   }
 }
 
-/// Options of `attachKprobe`/`attachKretprobe`.
+/// Options of `attachKprobe`/`attachKretprobe`/`attachTracepoint`.
 #[napi(object)]
 #[derive(Default)]
 pub struct KprobeOptions {
@@ -248,9 +248,18 @@ impl BpfObject {
   }
 
   /// Attaches a `SEC("tp/...")` program to the tracepoint `category:name`
-  /// (e.g. `syscalls`, `sys_enter_openat`). Mounts tracefs if needed.
+  /// (e.g. `syscalls`, `sys_enter_openat`). Mounts tracefs if needed. The
+  /// `cookie` tells attachments of one program apart
+  /// (`bpf_get_attach_cookie()`).
   #[napi]
-  pub fn attach_tracepoint(&self, category: String, name: String, #[napi(ts_arg_type = "BpfProgram | string")] prog: ProgramArg<'_>) -> Result<BpfLink> {
+  pub fn attach_tracepoint(
+    &self,
+    category: String,
+    name: String,
+    #[napi(ts_arg_type = "BpfProgram | string")] prog: ProgramArg<'_>,
+    options: Option<KprobeOptions>,
+  ) -> Result<BpfLink> {
+    let opts = TracepointOpts { cookie: cookie(&options.unwrap_or_default().cookie), ..Default::default() };
     if !kernel::tracepoint_exists(&category, &name)? {
       let root = kernel::tracefs_root()?;
       return Err(
@@ -262,7 +271,7 @@ impl BpfObject {
       );
     }
     Ok(self.attach_with(&prog, format!("tracepoint {category}:{name}"), TRACEPOINT, |p| {
-      p.attach_tracepoint_with_opts(TracepointCategory::Custom(category.clone()), &name, TracepointOpts::default())
+      p.attach_tracepoint_with_opts(TracepointCategory::Custom(category.clone()), &name, opts)
         .map(|l| vec![l])
         .map_err(|e| match crate::error::errno_of(&e) {
           Some(libc::EEXIST) => BpfError::new(

@@ -13,4 +13,5 @@ mod map;
 mod object;
 mod poller;
 mod runtime;
+mod symbols;
 mod tsfn;

@@ -12,6 +12,14 @@ __u64 kprobe_hits = 0;
 __u64 kretprobe_hits = 0;
 __u64 raw_tp_hits = 0;
 
+/* calls counted by attach cookie */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 64);
+	__type(key, __u64);
+	__type(value, __u64);
+} cookie_counts SEC(".maps");
+
 static __always_inline bool trace_allowed(void)
 {
 	return (bpf_get_current_pid_tgid() >> 32) == target_pid;
@@ -39,6 +47,21 @@ int handle_raw_sys_enter(struct bpf_raw_tracepoint_args *ctx)
 {
 	if (trace_allowed() && ctx->args[1] == 110 /* __NR_getppid on x86_64 */)
 		__sync_fetch_and_add(&raw_tp_hits, 1);
+	return 0;
+}
+
+SEC("tp/syscalls/sys_enter_getppid")
+int handle_cookie_getppid(void *ctx)
+{
+	__u64 cookie = bpf_get_attach_cookie(ctx), one = 1, *count;
+
+	if (!trace_allowed())
+		return 0;
+	count = bpf_map_lookup_elem(&cookie_counts, &cookie);
+	if (count)
+		__sync_fetch_and_add(count, 1);
+	else
+		bpf_map_update_elem(&cookie_counts, &cookie, &one, BPF_NOEXIST);
 	return 0;
 }
 

@@ -1,0 +1,57 @@
+'use strict';
+// Symbols: ELF function symbols, addresses to names (kernel and process),
+// DWARF member offsets, flame graphs, and attach cookies.
+const test = require('node:test');
+const assert = require('node:assert');
+const fs = require('node:fs');
+const { execFileSync } = require('node:child_process');
+const { bpf, objectPath, buildFixture, throwsCode } = require('./helpers');
+
+test('elfSymbols lists function symbols with their file offsets', () => {
+  const binary = buildFixture('add_one');
+  const addOne = bpf.elfSymbols(binary).find((s) => s.name === 'add_one');
+  const nmAddr = BigInt(`0x${execFileSync('nm', [binary], { encoding: 'utf8' }).match(/^([0-9a-f]+) T add_one$/m)[1]}`);
+  assert.strictEqual(addOne.address, nmAddr);
+  assert.ok(addOne.fileOffset > 0n && addOne.size > 0);
+  const mutexes = bpf.elfSymbols('/lib/x86_64-linux-gnu/libc.so.6').filter((s) => s.name.startsWith('pthread_mutex_'));
+  assert.ok(mutexes.some((s) => s.name === 'pthread_mutex_lock'), 'dynamic symbols too');
+  assert.strictEqual(new Set(mutexes.map((s) => s.name)).size, mutexes.length, 'each name once');
+  throwsCode(assert, () => bpf.elfSymbols('/no/such/lib.so'), 'ENOENT', /does not exist/);
+  throwsCode(assert, () => bpf.elfSymbols(__filename), 'ERR_BPF_INVALID_OBJECT', /not an ELF file/);
+});
+
+test('a Symbolizer names kernel addresses and this process\'s addresses', () => {
+  const sym = new bpf.Symbolizer();
+  const line = fs.readFileSync('/proc/kallsyms', 'utf8').split('\n').find((l) => / [tT] do_sys_openat2$/.test(l));
+  const [frame] = sym.kernel([BigInt(`0x${line.split(' ')[0]}`) + 4n]);
+  assert.deepStrictEqual([frame.name, frame.offset], ['do_sys_openat2', 4]);
+  const poll = bpf.elfSymbols(process.execPath).find((s) => s.name === 'uv__io_poll');
+  const [own, unknown] = sym.process(process.pid, [poll.address + 10n, 8n]);
+  assert.deepStrictEqual([own.name, own.offset, own.module], ['uv__io_poll', 10, process.execPath]);
+  assert.strictEqual(unknown.name, undefined, 'no symbol there');
+  throwsCode(assert, () => sym.process(2 ** 30, [1n]), 'ENOENT', /process 1073741824 does not exist/);
+});
+
+test('dwarfMemberOffset reads a struct member offset from DWARF', () => {
+  const binary = buildFixture('add_one');
+  assert.strictEqual(bpf.dwarfMemberOffset(binary, 'point', 'y'), 8);
+  throwsCode(assert, () => bpf.dwarfMemberOffset(binary, 'point', 'z'), 'ERR_BPF_UNKNOWN_NAME', /struct point .* has no member 'z'/);
+  throwsCode(assert, () => bpf.dwarfMemberOffset(binary, 'nope', 'y'), 'ERR_BPF_UNKNOWN_NAME', /no DWARF struct 'nope'/);
+});
+
+test('flameGraph draws folded stacks as an SVG', () => {
+  const svg = bpf.flameGraph('main;work;hotLoop 30\nmain;idle 10\n', { title: 'test graph' });
+  assert.match(svg, /^<\?xml/);
+  assert.match(svg, /<svg/);
+  assert.match(svg, /hotLoop/);
+  assert.match(svg, /test graph/);
+});
+
+test('attach cookies tell the attachments of one program apart', (t) => {
+  const obj = bpf.loadBpfProgram(objectPath('probes'));
+  t.after(() => obj.close());
+  obj.setGlobalVariable('target_pid', process.pid);
+  obj.attachTracepoint('syscalls', 'sys_enter_getppid', 'handle_cookie_getppid', { cookie: 42n });
+  for (let i = 0; i < 5; i++) process.ppid; // eslint-disable-line no-unused-expressions
+  assert.deepStrictEqual(obj.getMap('cookie_counts').entries(), [[42n, 5n]]);
+});
