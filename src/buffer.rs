@@ -171,6 +171,30 @@ pub(crate) fn close_buffer(state: &Shared, id: u32, sink: &Sink) {
   sink.doorbell.release();
 }
 
+/// What both kinds of buffer options say.
+pub(crate) struct BufferConfig<'a> {
+  pub lost: Option<Unknown<'a>>,
+  pub on_error: Option<Unknown<'a>>,
+  /// The struct to decode records as, with its options.
+  pub decode: Option<(String, DecodeOptions)>,
+  pub poll_interval: Option<u32>,
+  pub queue_size: Option<u32>,
+}
+
+impl<'a> From<RingBufferOptions<'a>> for BufferConfig<'a> {
+  fn from(o: RingBufferOptions<'a>) -> Self {
+    let decode = o.r#type.map(|t| (t, DecodeOptions { int64: o.int64, enums: o.enums }));
+    BufferConfig { lost: o.lost, on_error: o.error, decode, poll_interval: o.poll_interval, queue_size: o.queue_size }
+  }
+}
+
+impl<'a> From<PerfBufferOptions<'a>> for BufferConfig<'a> {
+  fn from(o: PerfBufferOptions<'a>) -> Self {
+    let decode = o.r#type.map(|t| (t, DecodeOptions { int64: o.int64, enums: o.enums }));
+    BufferConfig { lost: o.lost, on_error: o.error, decode, poll_interval: o.poll_interval, queue_size: o.queue_size }
+  }
+}
+
 /// What `openRingBuffer`/`openPerfBuffer` need, whichever kind.
 pub(crate) struct OpenRequest<'a> {
   pub env: &'a Env,
@@ -178,12 +202,7 @@ pub(crate) struct OpenRequest<'a> {
   pub map_name: &'a str,
   pub map_fd: i32,
   pub callback: Unknown<'a>,
-  pub lost: Option<Unknown<'a>>,
-  pub on_error: Option<Unknown<'a>>,
-  /// The struct to decode records as, with its options.
-  pub decode: Option<(String, DecodeOptions)>,
-  pub poll_interval: Option<u32>,
-  pub queue_size: Option<u32>,
+  pub config: BufferConfig<'a>,
 }
 
 /// Opens a ring buffer on `map_fd`.
@@ -211,10 +230,11 @@ fn open(
 ) -> BpfResult<EventBuffer> {
   let per_cpu = kind == "perf";
   let cpus = if per_cpu { libbpf_rs::num_possible_cpus().unwrap_or(1) } else { 1 };
-  let sink = Arc::new(Sink::new(req.queue_size.unwrap_or(DEFAULT_QUEUE_BATCHES).max(1) as usize, cpus, Default::default()));
+  let config = req.config;
+  let sink = Arc::new(Sink::new(config.queue_size.unwrap_or(DEFAULT_QUEUE_BATCHES).max(1) as usize, cpus, Default::default()));
   let source = make_source((req.map_fd, Collector::new(sink.clone(), per_cpu)))?;
 
-  let ty = match &req.decode {
+  let ty = match &config.decode {
     Some((name, options)) => {
       options.check()?;
       let layout = req.state.borrow().type_layout(name)?;
@@ -230,7 +250,7 @@ fn open(
   };
   let dispatcher = runtime::dispatcher(
     req.env,
-    DispatchTo { callback: req.callback, lost: req.lost, on_error: req.on_error, per_cpu, ty },
+    DispatchTo { callback: req.callback, lost: config.lost, on_error: config.on_error, per_cpu, ty },
   )?;
   let keep_alive = req.state.clone();
   let drain_sink = sink.clone();
@@ -245,7 +265,7 @@ fn open(
     state.poller = Some(Poller::start().map_err(|e| BpfError::new(Code::Buffer, format!("starting the poller thread: {e}")))?);
   }
   let id = state.next_id();
-  let interval = Duration::from_millis(u64::from(req.poll_interval.unwrap_or(DEFAULT_POLL_INTERVAL_MS).max(1)));
+  let interval = Duration::from_millis(u64::from(config.poll_interval.unwrap_or(DEFAULT_POLL_INTERVAL_MS).max(1)));
   state.poller.as_ref().unwrap().add(id, source, interval);
   state.buffers.insert(id, sink.clone());
   Ok(EventBuffer { state: req.state.clone(), id, sink, kind, map: req.map_name.to_string() })

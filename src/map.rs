@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 
 use crate::{
   btf,
-  buffer::{self, EventBuffer, OpenRequest, PerfBufferOptions, RingBufferOptions},
+  buffer::{self, BufferConfig, EventBuffer, OpenRequest, PerfBufferOptions, RingBufferOptions},
   error::{err, BpfError, BpfResult, Code, Result},
   object::{BpfObject, Shared},
   runtime::{self, DecodeOptions, TypeId},
@@ -487,21 +487,7 @@ impl BpfMap {
   #[napi(ts_args_type = "callback: (record: any) => void, options?: RingBufferOptions")]
   pub fn open_ring_buffer(&self, env: Env, callback: Unknown<'_>, options: Option<RingBufferOptions<'_>>) -> Result<EventBuffer> {
     self.check_kind(MapType::RingBuf, "openRingBuffer", "BPF_MAP_TYPE_RINGBUF")?;
-    let fd = self.fd()?;
-    let o = options.unwrap_or_default();
-    let decode = o.r#type.map(|t| (t, DecodeOptions { int64: o.int64, enums: o.enums }));
-    let req = OpenRequest {
-      env: &env,
-      state: &self.state,
-      map_name: &self.name,
-      map_fd: fd,
-      callback,
-      lost: o.lost,
-      on_error: o.error,
-      decode,
-      poll_interval: o.poll_interval,
-      queue_size: o.queue_size,
-    };
+    let req = self.request(&env, callback, options.unwrap_or_default().into())?;
     Ok(buffer::open_ring(req)?)
   }
 
@@ -510,22 +496,10 @@ impl BpfMap {
   #[napi(ts_args_type = "callback: (cpu: number, record: any) => void, options?: PerfBufferOptions")]
   pub fn open_perf_buffer(&self, env: Env, callback: Unknown<'_>, options: Option<PerfBufferOptions<'_>>) -> Result<EventBuffer> {
     self.check_kind(MapType::PerfEventArray, "openPerfBuffer", "BPF_MAP_TYPE_PERF_EVENT_ARRAY")?;
-    let fd = self.fd()?;
-    let o = options.unwrap_or_default();
-    let decode = o.r#type.map(|t| (t, DecodeOptions { int64: o.int64, enums: o.enums }));
-    let req = OpenRequest {
-      env: &env,
-      state: &self.state,
-      map_name: &self.name,
-      map_fd: fd,
-      callback,
-      lost: o.lost,
-      on_error: o.error,
-      decode,
-      poll_interval: o.poll_interval,
-      queue_size: o.queue_size,
-    };
-    Ok(buffer::open_perf(req, o.page_count.unwrap_or(64), o.wakeup_bytes)?)
+    let options = options.unwrap_or_default();
+    let (page_count, wakeup_bytes) = (options.page_count.unwrap_or(64), options.wakeup_bytes);
+    let req = self.request(&env, callback, options.into())?;
+    Ok(buffer::open_perf(req, page_count, wakeup_bytes)?)
   }
 }
 
@@ -540,8 +514,9 @@ impl BpfMap {
     Ok(())
   }
 
-  fn fd(&self) -> BpfResult<i32> {
+  fn request<'a>(&'a self, env: &'a Env, callback: Unknown<'a>, config: BufferConfig<'a>) -> BpfResult<OpenRequest<'a>> {
     use std::os::fd::{AsFd, AsRawFd};
-    self.with_map(|map| Ok(map.as_fd().as_raw_fd()))
+    let map_fd = self.with_map(|map| Ok(map.as_fd().as_raw_fd()))?;
+    Ok(OpenRequest { env, state: &self.state, map_name: &self.name, map_fd, callback, config })
   }
 }
