@@ -6,31 +6,59 @@
  * record, and the latency summary printed at the end.
  */
 const { spawn } = require('child_process');
+const fs = require('fs');
 const os = require('os');
 const path = require('path');
 const util = require('util');
 
 /**
- * Parses `--pid N`, `--duration S` and `--json` (exits with the usage on
- * `--help` or a bad option).
+ * Parses `--pid N`, `--duration S` and `--json`, and the tool's own options
+ * (exits with the usage on `--help` or a bad option).
+ *
+ * `extra.options`: `{ name: { type: 'string' | 'boolean', short?, default?,
+ * arg?, help, parse?, conflicts? } }`, as `util.parseArgs` takes them, plus
+ * `arg` (the value's name in the usage, `--goid-offset N`), `help` (its
+ * line in the usage), `parse(value)` (returns the option's value, throws an
+ * Error whose message says what is wrong) and `conflicts` (an option it
+ * cannot be given with). `extra.pidHelp` replaces the `--pid` line.
+ * `extra.positionals`: `{ name: 'PROBE...', help, min? }` allows arguments
+ * after the options, returned as `opts.positionals` (at least `min`).
+ * `extra` may also be the argv array (the first form of this function).
  */
-function parseArgs(description, argv = process.argv.slice(2)) {
-  const usage = `usage: node ${path.relative(process.cwd(), process.argv[1])} [--pid N] [--duration S] [--json]
-
-${description}
-
-  --pid N        trace process N (default: start the built-in workload and trace it)
-  --duration S   stop after S seconds (default: at Ctrl+C, SIGINT or SIGTERM)
-  --json         print one JSON object per line instead of text`;
-  let values;
+function parseArgs(description, extra = {}, argv = process.argv.slice(2)) {
+  if (Array.isArray(extra)) [extra, argv] = [{}, extra];
+  const own = extra.options ?? {};
+  const flag = (name, o) => `${o.short ? `-${o.short}, ` : ''}--${name}${o.type === 'string' ? ` ${o.arg ?? 'VALUE'}` : ''}`;
+  const line = (left, help) => `  ${left.padEnd(20)} ${help}`;
+  const usage = [
+    `usage: node ${process.argv[1] ? path.relative(process.cwd(), process.argv[1]) : 'SCRIPT'} [--pid N] ${Object.entries(own)
+      .map(([name, o]) => `[${flag(name, o)}] `)
+      .join('')}[--duration S] [--json]${extra.positionals ? ` ${extra.positionals.name}` : ''}`,
+    '',
+    description,
+    '',
+    line('--pid N', extra.pidHelp ?? 'trace process N (default: start the built-in workload and trace it)'),
+    ...Object.entries(own).map(([name, o]) => line(flag(name, o), o.help ?? '')),
+    line('--duration S', 'stop after S seconds (default: at Ctrl+C, SIGINT or SIGTERM)'),
+    line('--json', 'print one JSON object per line instead of text'),
+    ...(extra.positionals?.help ? [line(extra.positionals.name, extra.positionals.help)] : []),
+  ].join('\n');
+  const parserOptions = {};
+  for (const [name, o] of Object.entries(own)) {
+    const dflt = o.default ?? (o.type === 'boolean' ? false : undefined);
+    parserOptions[name] = { type: o.type, ...(o.short && { short: o.short }), ...(dflt !== undefined && { default: dflt }) };
+  }
+  let values, positionals;
   try {
-    ({ values } = util.parseArgs({
+    ({ values, positionals } = util.parseArgs({
       args: argv,
+      allowPositionals: Boolean(extra.positionals),
       options: {
         pid: { type: 'string' },
         duration: { type: 'string' },
         json: { type: 'boolean', default: false },
         help: { type: 'boolean', short: 'h', default: false },
+        ...parserOptions,
       },
     }));
   } catch (err) {
@@ -44,7 +72,45 @@ ${description}
   if (pid !== undefined && !(Number.isInteger(pid) && pid > 0)) usageError(`--pid: not a process id: ${values.pid}`, usage);
   const duration = values.duration === undefined ? undefined : Number(values.duration);
   if (duration !== undefined && !(duration > 0)) usageError(`--duration: not a number of seconds: ${values.duration}`, usage);
-  return { pid, duration, json: values.json };
+  const opts = { pid, duration, json: values.json };
+  for (const [name, o] of Object.entries(own)) {
+    let value = values[name];
+    const given = (v) => v !== undefined && v !== false;
+    if (given(value) && o.conflicts && given(values[o.conflicts])) usageError(`--${name} and --${o.conflicts} do not go together`, usage);
+    if (value !== undefined && o.parse && value !== o.default) {
+      try {
+        value = o.parse(value);
+      } catch (err) {
+        usageError(`--${name}: ${err.message}`, usage);
+      }
+    }
+    opts[camelCase(name)] = value;
+  }
+  if (extra.positionals) {
+    if (positionals.length < (extra.positionals.min ?? 0)) usageError(`missing ${extra.positionals.name}`, usage);
+    opts.positionals = positionals;
+  }
+  return opts;
+}
+
+/** A number of seconds above 0, for an option's `parse`. */
+function seconds(value) {
+  const n = Number(value);
+  if (!(n > 0)) throw new Error(`not a number of seconds: ${value}`);
+  return n;
+}
+
+/**
+ * The option `-i S, --interval S` (`opts.interval`): print every S seconds
+ * (see `untilStopped`); `when` says in the usage what happens without it.
+ */
+function intervalOption(when = 'only at the end') {
+  return { type: 'string', short: 'i', arg: 'S', help: `print every S seconds (default: ${when})`, parse: seconds };
+}
+
+/** `goid-offset` -> `goidOffset`, the key of an option in what parseArgs returns. */
+function camelCase(name) {
+  return name.replace(/-([a-z])/g, (_, c) => c.toUpperCase());
 }
 
 function usageError(message, usage) {
@@ -55,7 +121,10 @@ function usageError(message, usage) {
 /**
  * The process to trace: `opts.pid`, or else the workload script started as a
  * child `node [nodeArgs] script`, once it has sent its first IPC message
- * (what it does: a file name, ports). `stop()` ends the workload.
+ * (what it does: a file name, ports). A workload that starts the process to
+ * trace itself (a bash on a pseudo-terminal, a Go program) names it in that
+ * message as `pid`; it must end that process when it is killed or its
+ * parent goes away. `stop()` ends the workload.
  */
 async function traceTarget(opts, workloadScript, nodeArgs = []) {
   if (opts.pid !== undefined) {
@@ -83,30 +152,42 @@ async function traceTarget(opts, workloadScript, nodeArgs = []) {
     throw err;
   });
   console.error(`workload: pid ${child.pid} ${path.relative(process.cwd(), workloadScript)} ${JSON.stringify(info)}`);
-  return { pid: child.pid, info, child, stop };
+  return { pid: Number.isInteger(info?.pid) ? info.pid : child.pid, info, child, stop };
 }
 
 /**
  * Resolves when tracing should stop: after `opts.duration` seconds, on
- * SIGINT or SIGTERM, or when the traced process exits.
+ * SIGINT or SIGTERM, or when the traced process exits. A target without a
+ * `pid` is system-wide (`what` says what is traced: `every bash`). Until
+ * then `onInterval()` runs every `opts.interval` seconds, if both are given.
  */
-function untilStopped(opts, target) {
-  console.error(`Tracing pid ${target.pid} ${opts.duration ? `for ${opts.duration} s` : 'until Ctrl+C'}...`);
+function untilStopped(opts, target, onInterval) {
+  const what = target.pid === undefined ? target.what ?? 'every process' : `pid ${target.pid}`;
+  console.error(`Tracing ${what} ${opts.duration ? `for ${opts.duration} s` : 'until Ctrl+C'}...`);
   return new Promise((resolve) => {
     const timers = [];
+    let signals = 0;
     const done = (reason) => {
       timers.forEach(clearInterval);
       process.off('SIGINT', onSignal).off('SIGTERM', onSignal);
       target.child?.off('exit', onExit);
+      // stopping (draining, printing the summary): a signal now does not cut
+      // that short; a second one, counting the one that stopped it, exits
+      const late = (signal) => ++signals >= 2 && process.exit(128 + os.constants.signals[signal]);
+      process.on('SIGINT', late).on('SIGTERM', late);
       resolve(reason);
     };
-    const onSignal = (signal) => done(signal);
+    const onSignal = (signal) => {
+      signals++;
+      done(signal);
+    };
     const onExit = () => done(`pid ${target.pid} exited`);
     process.on('SIGINT', onSignal).on('SIGTERM', onSignal);
     if (opts.duration) timers.push(setTimeout(() => done('duration'), opts.duration * 1000));
+    if (opts.interval && onInterval) timers.push(setInterval(onInterval, opts.interval * 1000));
     if (target.child) {
       target.child.on('exit', onExit);
-    } else {
+    } else if (target.pid !== undefined) {
       // a process that is not our child: look every half second
       timers.push(setInterval(() => {
         try {
@@ -119,6 +200,23 @@ function untilStopped(opts, target) {
   });
 }
 
+/**
+ * Closes `buffers` once they have delivered what the kernel had queued (no
+ * record for `quietMs`, at most `maxMs`). Stop the kernel side first (a
+ * global the programs check, or `obj.detachAll()`): counts the kernel keeps
+ * in maps then match the records delivered.
+ */
+async function drain(buffers, { quietMs = 50, maxMs = 2000 } = {}) {
+  const received = () => buffers.reduce((sum, b) => sum + b.received + b.lost, 0);
+  const end = Date.now() + maxMs;
+  let last = -1;
+  while (received() !== last && Date.now() < end) {
+    last = received();
+    await new Promise((resolve) => setTimeout(resolve, quietMs));
+  }
+  for (const b of buffers) b.close();
+}
+
 /** Prints one record: as JSON with `--json`, else the article's line and `details(event)`. */
 function printEvent(opts, event, details) {
   if (opts.json) {
@@ -127,6 +225,80 @@ function printEvent(opts, event, details) {
     const ms = (event.duration_ns / 1e6).toFixed(3);
     console.log(`[PID:${event.pid} TID:${event.tid} COMM:${event.comm}] ${event.syscall} took ${ms} ms ${details(event)}`);
   }
+}
+
+/**
+ * Where the functions `names` of process `pid` are, for uprobes: its
+ * executable first, then the ELF files it has mapped (a Node.js built with
+ * a shared libuv). A Map of the names found to `{ binary, fileOffset,
+ * module }`: `binary` is the path to attach to, as the process sees it
+ * (`/proc/PID/exe`, `/proc/PID/root/...`), `module` the file's name.
+ * Names not in the map are in none of those files (inlined or stripped).
+ */
+function findFunctions(bpf, pid, names) {
+  const found = new Map();
+  const files = [[`/proc/${pid}/exe`, fs.readlinkSync(`/proc/${pid}/exe`)]];
+  const seen = new Set([files[0][1]]);
+  for (const line of fs.readFileSync(`/proc/${pid}/maps`, 'utf8').split('\n')) {
+    const file = line.split(/\s+/).slice(5).join(' ');
+    if (file.startsWith('/') && !seen.has(file)) {
+      seen.add(file);
+      files.push([`/proc/${pid}/root${file}`, file]);
+    }
+  }
+  for (const [binary, module] of files) {
+    let symbols;
+    try {
+      symbols = bpf.elfSymbols(binary);
+    } catch {
+      continue; // not an ELF file (a font, a locale archive)
+    }
+    for (const s of symbols) {
+      if (names.includes(s.name) && !found.has(s.name) && s.fileOffset !== undefined) {
+        found.set(s.name, { binary, fileOffset: Number(s.fileOffset), module });
+      }
+    }
+    if (found.size === names.length) break;
+  }
+  return found;
+}
+
+/**
+ * The inodes of the sockets process `pid` has open (its /proc/PID/fd links
+ * `socket:[INODE]`), as numbers: what a BPF program reads from a socket to
+ * tell whose it is. Empty when the process is gone.
+ */
+function socketInodes(pid) {
+  const inodes = new Set();
+  let fds;
+  try {
+    fds = fs.readdirSync(`/proc/${pid}/fd`);
+  } catch {
+    return inodes;
+  }
+  for (const fd of fds) {
+    try {
+      const m = /^socket:\[(\d+)\]$/.exec(fs.readlinkSync(`/proc/${pid}/fd/${fd}`));
+      if (m) inodes.add(Number(m[1]));
+    } catch {} // closed meanwhile
+  }
+  return inodes;
+}
+
+// bpf_ktime_get_ns() and process.hrtime() both read CLOCK_MONOTONIC
+const MONOTONIC_TO_EPOCH_NS = BigInt(Date.now()) * 1_000_000n - process.hrtime.bigint();
+
+/** The wall-clock time (a Date) of a `bpf_ktime_get_ns()` timestamp (bigint or number, ns). */
+function wallClock(ktimeNs) {
+  const ns = typeof ktimeNs === 'number' ? BigInt(Math.round(ktimeNs)) : ktimeNs;
+  return new Date(Number((ns + MONOTONIC_TO_EPOCH_NS) / 1_000_000n));
+}
+
+/** `HH:MM:SS` (local time) of a Date, as bcc's tools print it; `ms`: with milliseconds. */
+function formatTime(date, { ms = false } = {}) {
+  const two = (n) => String(n).padStart(2, '0');
+  const hms = `${two(date.getHours())}:${two(date.getMinutes())}:${two(date.getSeconds())}`;
+  return ms ? `${hms}.${String(date.getMilliseconds()).padStart(3, '0')}` : hms;
 }
 
 const ERRNO_NAMES = new Map();
@@ -204,9 +376,16 @@ function round(us) {
 
 module.exports = {
   parseArgs,
+  seconds,
+  intervalOption,
   traceTarget,
   untilStopped,
+  drain,
   printEvent,
+  findFunctions,
+  socketInodes,
+  wallClock,
+  formatTime,
   errnoName,
   formatRet,
   flagNames,

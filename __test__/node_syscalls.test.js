@@ -1,0 +1,156 @@
+'use strict';
+// examples/node_syscalls.js on its web service workload: the report names
+// the file it serves and the endpoint it connects to, and its openat and
+// connect histograms count what the workload did.
+const { describe, test } = require('node:test');
+const assert = require('node:assert/strict');
+const { fork, spawn } = require('node:child_process');
+const { once } = require('node:events');
+const path = require('node:path');
+
+const SCRIPT = path.join(__dirname, '..', 'examples', 'node_syscalls.js');
+const WORKLOAD = path.join(__dirname, '..', 'examples', 'workloads', 'http.js');
+const TIMEOUT_MS = 60_000;
+
+const skip = process.getuid?.() !== 0 ? 'node_syscalls loads BPF programs: run the tests as root' : false;
+if (skip) console.log(`# skipping node_syscalls.test.js: ${skip}`);
+
+/** Runs node_syscalls with `args`; `ready` resolves once it traces. */
+function run(args) {
+  const child = spawn(process.execPath, [SCRIPT, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  let onReady;
+  const ready = new Promise((resolve) => (onReady = resolve));
+  child.stdout.setEncoding('utf8').on('data', (d) => (stdout += d));
+  child.stderr.setEncoding('utf8').on('data', (d) => {
+    stderr += d;
+    if (/^Tracing /m.test(stderr)) onReady();
+  });
+  const timer = setTimeout(() => child.kill('SIGKILL'), TIMEOUT_MS);
+  const done = new Promise((resolve) =>
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      onReady();
+      resolve({ code, stdout, stderr });
+    }),
+  );
+  return { child, ready, done };
+}
+
+/** The sections of a text report: its syscalls table, histograms and the files and endpoints tables. */
+function parseReport(text) {
+  const lines = text.split('\n');
+  const section = (title) => {
+    const start = lines.findIndex((l) => l.startsWith(title));
+    assert.ok(start >= 0, `a ${title} section:\n${text}`);
+    const rows = [];
+    for (const line of lines.slice(start + 2)) {
+      const m = /^\s*(\d+)\s+(\d+)\s+(\S.*)$/.exec(line);
+      if (!m) break;
+      rows.push({ count: Number(m[1]), errors: Number(m[2]), name: m[3] });
+    }
+    return new Map(rows.map((r) => [r.name, r]));
+  };
+  const syscalls = new Map();
+  const header = lines.findIndex((l) => /^SYSCALL\s+COUNT\s+ERRORS\s+TOTAL ms\s+AVG µs$/.test(l));
+  assert.ok(header >= 0, text);
+  for (const line of lines.slice(header + 1)) {
+    const m = /^(\w+)\s+(\d+)\s+(\d+)\s+[\d.]+\s+[\d.-]+$/.exec(line);
+    if (!m) break;
+    syscalls.set(m[1], { count: Number(m[2]), errors: Number(m[3]) });
+  }
+  const histograms = new Map();
+  for (let i = 0; i < lines.length; i++) {
+    const m = /^@usecs\[(\w+)\]:$/.exec(lines[i]);
+    if (!m) continue;
+    let sum = 0;
+    for (const line of lines.slice(i + 1)) {
+      const b = /^\[[^\]]*[\])]\s+(\d+) \|@* *\|$/.exec(line);
+      if (!b) break;
+      sum += Number(b[1]);
+    }
+    histograms.set(m[1], sum);
+  }
+  return { syscalls, histograms, files: section('Files opened'), endpoints: section('Endpoints connected to') };
+}
+
+describe('examples/node_syscalls.js', { skip, timeout: 5 * TIMEOUT_MS }, () => {
+  test('its default run: refreshed every 2 s, a total at the end, with the workload\'s file and endpoint', async () => {
+    const { code, stdout, stderr } = await run(['--duration', '5']).done;
+    assert.equal(code, 0, stderr);
+    const workload = /^workload: pid (\d+) \S+ (\{.*\})$/m.exec(stderr);
+    assert.ok(workload, stderr);
+    const info = JSON.parse(workload[2]);
+    assert.match(info.endpoint, /^127\.0\.0\.1:\d+$/);
+    const reports = stdout.split(/\n(?=\d\d:\d\d:\d\d, last |Total, )/).filter(Boolean);
+    assert.equal(reports.length, 3, `two refreshes and the total:\n${stdout}`);
+    assert.match(reports[0], /^\d\d:\d\d:\d\d, last 2\.\d s:\npid \d+ \(node\): \d+ syscalls\n/);
+    assert.match(reports[2], /^Total, 5\.\d s:\n/);
+    for (const [i, report] of reports.entries()) {
+      const { syscalls, histograms, files, endpoints } = parseReport(report);
+      // a refresh reads the kernel's maps one after the other: a call that ends in between is in
+      // one map now and in the other at the next refresh; the total is read once tracing stopped
+      const same = i === reports.length - 1 ? (a, b, what) => assert.equal(a, b, what) : (a, b, what) => assert.ok(Math.abs(a - b) <= 2, `${what}: ${a} and ${b}`);
+      const page = files.get(info.file);
+      const peer = endpoints.get(info.endpoint);
+      assert.ok(page && page.count > 0 && page.errors === 0, `${info.file} opened:\n${report}`);
+      assert.ok(peer && peer.count > 0 && peer.errors === 0, `${info.endpoint} connected to:\n${report}`);
+      assert.ok(files.get(info.log)?.count > 0, `${info.log} opened`);
+      // every request: a connect to the server, whose handler opens the page
+      assert.ok(Math.abs(page.count - peer.count) <= 2, `one page open per connect: ${page.count} and ${peer.count}`);
+      // the histograms (always shown for openat and connect) and the tables count the same calls
+      same(histograms.get('connect'), [...endpoints.values()].reduce((n, e) => n + e.count, 0), 'the connects are those of the endpoints table');
+      same(histograms.get('openat'), [...files.values()].reduce((n, f) => n + f.count, 0), 'the openats are those of the files table');
+      for (const name of ['openat', 'connect']) {
+        if (syscalls.has(name)) same(syscalls.get(name).count, histograms.get(name), `the ${name} row of the top syscalls`);
+      }
+      assert.ok(syscalls.size > 0 && syscalls.size <= 10, 'the 10 most frequent syscalls');
+    }
+    const total = parseReport(reports[2]);
+    assert.ok(total.endpoints.get(info.endpoint).count >= 60, `~20 requests a second for 5 s: ${total.endpoints.get(info.endpoint).count}`);
+  });
+
+  test('--pid, --json: exactly the N requests of the workload', async () => {
+    const N = 20;
+    const workload = fork(WORKLOAD, ['--requests', String(N)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    try {
+      const [info] = await once(workload, 'message');
+      const tool = run(['--pid', String(workload.pid), '--json', '-i', '1']);
+      await tool.ready;
+      workload.send('go');
+      const [done] = await once(workload, 'message');
+      assert.deepEqual(done, { done: N });
+      tool.child.kill('SIGINT');
+      const { code, stdout, stderr } = await tool.done;
+      assert.equal(code, 0, stderr);
+      const reports = stdout.trim().split('\n').map((l) => JSON.parse(l));
+      const total = reports.at(-1);
+      assert.equal(total.type, 'total');
+      assert.equal(total.pid, workload.pid);
+      assert.equal(total.comm, 'node');
+
+      const files = new Map(total.files.map((f) => [f.file, f]));
+      assert.deepEqual(files.get(info.file), { file: info.file, count: N, errors: 0 }, 'the page, once per request');
+      assert.deepEqual(files.get(info.log), { file: info.log, count: N, errors: 0 }, 'the log, once per request');
+      assert.deepEqual(total.endpoints, [{ endpoint: info.endpoint, family: 'AF_INET', count: N, errors: 0 }], 'one connect per request, nothing else');
+
+      const syscalls = new Map(total.syscalls.map((s) => [s.syscall, s]));
+      const connect = syscalls.get('connect');
+      assert.equal(connect.count, N);
+      assert.equal(connect.buckets.reduce((n, b) => n + b.count, 0), N, 'the connect histogram counts N calls');
+      const openat = syscalls.get('openat');
+      assert.equal(openat.count, total.files.reduce((n, f) => n + f.count, 0), 'every openat is in the files table');
+      assert.equal(openat.buckets.reduce((n, b) => n + b.count, 0), openat.count);
+      assert.equal(syscalls.get('accept4').count, N, 'the server accepted N connections');
+
+      // the refreshes are parts of the total
+      const intervals = reports.slice(0, -1);
+      assert.ok(intervals.every((r) => r.type === 'interval'));
+      const served = intervals.flatMap((r) => r.files).filter((f) => f.file === info.file).reduce((n, f) => n + f.count, 0);
+      assert.ok(served <= N);
+    } finally {
+      workload.kill();
+    }
+  });
+});

@@ -1,0 +1,148 @@
+'use strict';
+// examples/stackcount.js counts stacks in the kernel and names their
+// frames: the hot JavaScript function of a Node.js workload shows in its
+// CPU samples, with node's own C++ frames; the stacks of a C workload's
+// syscalls are counted exactly.
+const { describe, test, after } = require('node:test');
+const assert = require('node:assert/strict');
+const { spawn } = require('node:child_process');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const { buildFixture } = require('./helpers');
+
+const SCRIPT = path.join(__dirname, '..', 'examples', 'stackcount.js');
+const TIMEOUT_MS = 60_000;
+// a frame of node itself: V8, node, libuv, or V8's builtins
+const NODE_FRAME = /^(v8::\S+|node::\S+|uv_\w+|Builtins_\w+)$/;
+
+const skip = process.getuid?.() !== 0 ? 'stackcount loads BPF programs: run the tests as root' : false;
+if (skip) console.log(`# skipping stackcount.test.js: ${skip}`);
+
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'stackcount-test-'));
+after(() => fs.rmSync(tmp, { recursive: true, force: true }));
+
+/** Runs stackcount with `args`; `ready` resolves once it traces. */
+function run(args) {
+  const child = spawn(process.execPath, [SCRIPT, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  let onReady;
+  const ready = new Promise((resolve) => (onReady = resolve));
+  child.stdout.setEncoding('utf8').on('data', (d) => (stdout += d));
+  child.stderr.setEncoding('utf8').on('data', (d) => {
+    stderr += d;
+    if (/^Tracing /m.test(stderr)) onReady();
+  });
+  const timer = setTimeout(() => child.kill('SIGKILL'), TIMEOUT_MS);
+  const done = new Promise((resolve) =>
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      onReady();
+      resolve({ code, stdout, stderr });
+    }),
+  );
+  return { child, ready, done };
+}
+
+/** The stacks of the text output: `{ kernel: [], user: [], comm, pid, count }`, in order. */
+function parseStacks(stdout) {
+  const blocks = stdout.trim().split('\n\n').slice(0, -1);
+  return blocks.map((block) => {
+    const lines = block.split('\n').filter((l) => !/^Total, /.test(l));
+    const count = Number(lines.pop().trim());
+    const [, comm, pid] = /^ {4}(.*) \[(\d+)\]$/.exec(lines.pop());
+    const frames = lines.map((l) => l.trim());
+    const sep = frames.indexOf('--');
+    return { comm, pid: Number(pid), count, kernel: sep < 0 ? [] : frames.slice(0, sep), user: sep < 0 ? frames : frames.slice(sep + 1) };
+  });
+}
+
+test('lib/stacks: frame names, folded stacks', () => {
+  const { frameName, foldStacks } = require('../lib/stacks');
+  assert.equal(frameName({ name: 'JS:*hotLoop /app/x.js:3:18' }), 'hotLoop /app/x.js:3:18');
+  assert.equal(frameName({ name: 'LazyCompile:~ /app/x.js:9:5' }), '(anonymous) /app/x.js:9:5');
+  assert.equal(frameName({ name: 'v8::internal::(anonymous namespace)::Invoke(v8::internal::Isolate*, int) const' }), 'v8::internal::(anonymous namespace)::Invoke');
+  assert.equal(frameName({}), '[unknown]');
+  const folded = foldStacks([
+    { comm: 'node', pid: 1, count: 2, user: ['leaf', 'main'], kernel: ['do_sys_openat2', 'do_syscall_64'] },
+    { comm: 'node', pid: 1, count: 3, user: ['leaf', 'main'], kernel: ['do_sys_openat2', 'do_syscall_64'] },
+    { comm: 'node', pid: 1, count: 1, user: ['a;b'], kernel: [] },
+  ]);
+  assert.equal(folded, 'node;main;leaf;do_syscall_64_[k];do_sys_openat2_[k] 5\nnode;a:b 1');
+});
+
+describe('examples/stackcount.js', { skip, timeout: 5 * TIMEOUT_MS }, () => {
+  test('--profile: hotLoop and node\'s own frames in the top stacks, and in the flame graph', async () => {
+    const svg = path.join(tmp, 'profile.svg');
+    const { code, stdout, stderr } = await run(['--profile', '--duration', '3', '--top', '5', '--svg', svg]).done;
+    assert.equal(code, 0, stderr);
+    const workload = /^workload: pid (\d+) /m.exec(stderr);
+    assert.ok(workload, stderr);
+    const stacks = parseStacks(stdout);
+    assert.ok(stacks.length > 0 && stacks.length <= 5, `1 to 5 stacks:\n${stdout}`);
+    for (const s of stacks) assert.equal(s.pid, Number(workload[1]), 'samples of the workload only');
+    const [first] = stacks;
+    assert.ok(first.user.some((f) => /^hotLoop .*hot_loop\.js:\d+:\d+$/.test(f)), `hotLoop in the most frequent stack:\n${stdout}`);
+    const nodeFrames = first.user.filter((f) => NODE_FRAME.test(f));
+    assert.ok(nodeFrames.includes('uv_run') && nodeFrames.some((f) => f.startsWith('Builtins_')), `node's frames: ${first.user.join(', ')}`);
+    const hot = stacks.filter((s) => s.user.some((f) => f.startsWith('hotLoop '))).reduce((n, s) => n + s.count, 0);
+    const total = Number(/^(\d+) samples in \d+ stacks/m.exec(stdout)[1]);
+    assert.ok(hot > total / 2, `most samples in hotLoop: ${hot} of ${total}`);
+
+    const graph = fs.readFileSync(svg, 'utf8');
+    assert.match(graph, /^<\?xml/);
+    assert.match(graph, /hotLoop/);
+    assert.match(graph, /uv_run/);
+    assert.match(graph, /Builtins_JSEntry/);
+    assert.match(graph, /stackcount: cpu-clock samples at 99 Hz/);
+  });
+
+  test('--profile --json: every stack, frames named, innermost first', async () => {
+    const { code, stdout, stderr } = await run(['--duration', '2', '--json']).done;
+    assert.equal(code, 0, stderr);
+    const report = JSON.parse(stdout);
+    assert.equal(report.type, 'total');
+    assert.equal(report.events, 'cpu-clock samples at 99 Hz', 'profiling is the default');
+    assert.equal(report.total, report.stacks.reduce((n, s) => n + s.count, 0));
+    const hot = report.stacks.find((s) => s.user.some((f) => f.startsWith('hotLoop ')));
+    assert.ok(hot, 'a stack in hotLoop');
+    assert.ok(hot.user.indexOf('uv_run') > hot.user.findIndex((f) => f.startsWith('hotLoop ')), 'uv_run is an outer frame');
+  });
+
+  test('-t: the stacks of K syscalls of a C workload, counted exactly, folded', async () => {
+    const K = 500;
+    const fixture = spawn(buildFixture('stackcount_calls'), [String(K)], { stdio: ['pipe', 'pipe', 'inherit'] });
+    const exited = new Promise((resolve) => fixture.on('exit', resolve));
+    const tool = run(['--pid', String(fixture.pid), '-t', 'syscalls:sys_enter_getppid', '--folded']);
+    await tool.ready;
+    fixture.stdin.write('go\n');
+    // the fixture stays until its stdin ends: stackcount names its frames while it runs
+    await new Promise((resolve) => fixture.stdout.on('data', (d) => String(d).includes('done') && resolve()));
+    tool.child.kill('SIGINT');
+    const { code, stdout, stderr } = await tool.done;
+    fixture.stdin.end();
+    assert.equal(await exited, 0);
+    assert.equal(code, 0, stderr);
+    const lines = stdout.trim().split('\n').map((line) => {
+      const m = /^(.*) (\d+)$/.exec(line);
+      return { frames: m[1].split(';'), count: Number(m[2]) };
+    });
+    const ours = lines.filter((l) => l.frames.join(';').includes(';main;stackcount_outer;stackcount_inner;'));
+    assert.equal(ours.reduce((n, l) => n + l.count, 0), K, `K stacks through main, stackcount_outer, stackcount_inner:\n${stdout}`);
+    assert.equal(lines.reduce((n, l) => n + l.count, 0), K, 'no other getppid');
+    for (const { frames } of ours) {
+      assert.equal(frames[0], 'stackcount_call', 'the thread name first (15 characters)');
+      const kernel = frames.slice(frames.indexOf('stackcount_inner') + 1);
+      assert.ok(kernel.length > 0 && kernel.every((f) => f.endsWith('_[k]')), `kernel frames after the user ones: ${kernel}`);
+      assert.ok(kernel.includes('do_syscall_64_[k]'), `the syscall entry: ${kernel}`);
+    }
+  });
+
+  test('bad options are usage errors', async () => {
+    for (const args of [['--folded', '--top', '3'], ['-K', '-U'], ['x:y']]) {
+      const { code, stderr } = await run(['--pid', String(process.pid), ...args]).done;
+      assert.equal(code, 2, `${args.join(' ')}: ${stderr}`);
+    }
+  });
+});

@@ -1,0 +1,15 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+#ifndef __STACKCOUNT_H
+#define __STACKCOUNT_H
+
+#define TASK_COMM_LEN 16
+
+/* what is counted: a thread's kernel and user stacks at the event */
+struct stackcount_key {
+	__u32 pid;			/* process (tgid) */
+	__s32 kernel_stack;		/* id in the stacks map, or -errno: none (-EFAULT), lost (-EEXIST, -ENOMEM) */
+	__s32 user_stack;		/* the same, for the user-space stack */
+	char comm[TASK_COMM_LEN];	/* the thread's name */
+};
+
+#endif /* __STACKCOUNT_H */

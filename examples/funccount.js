@@ -1,0 +1,95 @@
+'use strict';
+// Counts the events that probe patterns match: tracepoints, user-space
+// functions (uprobes), in total or per process (-P), in the kernel; prints
+// the counts every -i seconds and at the end, as bcc's funccount. Needs root.
+//   node examples/funccount.js [--pid N] [-P] [-i S] [--duration S] [--json] PROBE...
+//   node examples/funccount.js 't:syscalls:sys_enter_*'
+//   node examples/funccount.js -i 1 'u:/lib/x86_64-linux-gnu/libc.so.6:pthread_mutex_*'
+//
+// One BPF program per kind of probe, attached to every probe with the
+// probe's index as its attach cookie; a hash map keyed by that index (and
+// the pid with -P) holds the counts. The syscalls:* tracepoints are counted
+// from the raw sys_enter/sys_exit tracepoints instead (see lib/probes.js:
+// detaching hundreds of tracepoint perf events takes the kernel minutes).
+const path = require('path');
+const bpf = require(path.join(__dirname, '..'));
+const tools = require(path.join(__dirname, '..', 'lib', 'tools'));
+const probes = require(path.join(__dirname, '..', 'lib', 'probes'));
+const { Tally, formatTable, ReportClock, printReport } = require(path.join(__dirname, '..', 'lib', 'report'));
+
+const PROBES_HELP = `what to count (globs: * ? [..]):
+                         t:CATEGORY:EVENT  tracepoints         t:syscalls:sys_enter_*
+                         u:LIBRARY:FUNC    uprobes             u:/lib/x86_64-linux-gnu/libc.so.6:pthread_mutex_*
+                         c:FUNC            libc functions      c:malloc
+                         k:FUNC            kprobes, where the kernel has them`;
+
+async function main() {
+  const opts = tools.parseArgs('Counts the events that probes match, in the kernel, as bcc\'s funccount.', {
+    options: {
+      interval: tools.intervalOption(),
+      'per-process': { type: 'boolean', short: 'P', help: 'count per process (pid and name)' },
+    },
+    positionals: { name: 'PROBE...', help: PROBES_HELP, min: 1 },
+  });
+  for (const spec of opts.positionals) {
+    try {
+      probes.parseSpec(spec);
+    } catch (err) {
+      console.error(`funccount: ${err.message}`);
+      process.exit(2);
+    }
+  }
+  const target = await tools.traceTarget(opts, path.join(__dirname, 'workloads', 'file_io.js'));
+  const tally = new Tally();
+  const clock = new ReportClock();
+  let obj, list, attached;
+
+  /** Moves the kernel's counts into the tally (and empties the map). */
+  const collect = () => {
+    for (const [key, value] of obj.getMap('counts', { int64: 'number' }).lookupAndDeleteBatch()) {
+      const probe = list[key.probe].label;
+      const fields = opts.perProcess ? { pid: key.pid, comm: value.comm, probe } : { probe };
+      tally.add(`${key.probe}/${key.pid}`, fields, { count: value.count });
+    }
+  };
+  const report = (head, rows) => {
+    rows.sort((a, b) => b.count - a.count || (a.probe < b.probe ? -1 : 1));
+    const columns = [
+      ...(opts.perProcess ? [{ title: 'PID', value: (r) => r.pid }, { title: 'COMM', value: (r) => r.comm, left: true }] : []),
+      { title: 'FUNC', value: (r) => r.probe, left: true },
+      { title: 'COUNT', value: (r) => r.count },
+    ];
+    printReport(opts, head, { pid: target.pid, counts: rows }, () => formatTable(columns, rows));
+  };
+
+  try {
+    list = probes.expand(opts.positionals, { pid: target.pid });
+    obj = bpf.loadBpfProgram(path.join(__dirname, '..', 'bpf', '.output', 'funccount.bpf.o'));
+    obj.setGlobalVariable('target_pid', target.pid);
+    obj.setGlobalVariable('per_process', Boolean(opts.perProcess));
+    attached = probes.attach(obj, list, {
+      tracepoint: 'handle_tracepoint',
+      uprobe: 'handle_uprobe',
+      syscalls: { enter: 'handle_sys_enter', exit: 'handle_sys_exit', enterMap: 'enter_probes', exitMap: 'exit_probes' },
+      pid: target.pid,
+    });
+    for (const { probe, error } of attached.failed) console.error(`funccount: not counting ${probe.label}: ${error.message}`);
+    console.error(`Counting ${list.length - attached.failed.length} probes for ${opts.positionals.map((s) => `"${s}"`).join(' ')}`);
+    await tools.untilStopped(opts, target, () => {
+      collect();
+      report(clock.next(), tally.takeInterval());
+    });
+    collect();
+    report(clock.end(), tally.totals());
+  } finally {
+    target.stop();
+    // the kernel takes a grace period to close each tracepoint or uprobe perf event
+    if (attached?.perfEvents > 10) console.error(`Detaching ${attached.perfEvents} probes (the kernel takes ~0.1 s for each)...`);
+    obj?.close();
+  }
+}
+
+main().catch((err) => {
+  console.error(`funccount: ${err.code ? `${err.code}: ` : ''}${err.message}`);
+  process.exitCode = 1;
+});

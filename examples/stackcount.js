@@ -1,0 +1,112 @@
+'use strict';
+// Counts the stacks that lead to an event (a tracepoint, a user-space
+// function), or that CPU samples land in (--profile: cpu-clock at 99 Hz),
+// in the kernel; names their frames (kernel, native and JavaScript) at the
+// end and prints the most frequent, folded stacks (--folded) or a flame
+// graph (--svg FILE), as bcc's stackcount and profile. Needs root.
+//   node examples/stackcount.js [--pid N] [--profile [-F HZ]] [-t CATEGORY:EVENT] [PROBE...]
+//                               [--top N] [--folded] [--svg FILE] [-K|-U] [--duration S] [--json]
+//   node examples/stackcount.js -t syscalls:sys_enter_openat
+//   node examples/stackcount.js --profile --svg node.svg
+//
+// Names of JavaScript functions come from the perf map of a Node.js run
+// with --perf-basic-prof (the built-in workload is, and with
+// --interpreted-frames-native-stack).
+const fs = require('fs');
+const path = require('path');
+const bpf = require(path.join(__dirname, '..'));
+const tools = require(path.join(__dirname, '..', 'lib', 'tools'));
+const probes = require(path.join(__dirname, '..', 'lib', 'probes'));
+const stacks = require(path.join(__dirname, '..', 'lib', 'stacks'));
+const { ReportClock, printReport } = require(path.join(__dirname, '..', 'lib', 'report'));
+
+function positiveInteger(value) {
+  const n = Number(value);
+  if (!(Number.isInteger(n) && n > 0)) throw new Error(`not a positive integer: ${value}`);
+  return n;
+}
+
+async function main() {
+  const opts = tools.parseArgs('Counts the stacks of an event or of CPU samples in the kernel, and names their frames.', {
+    options: {
+      profile: { type: 'boolean', help: 'sample the CPU (cpu-clock perf event; the default without an event)' },
+      frequency: { type: 'string', short: 'F', arg: 'HZ', help: 'samples per second with --profile (default 99)', parse: positiveInteger },
+      tracepoint: { type: 'string', short: 't', arg: 'CAT:EVENT', help: 'count the stacks of a tracepoint (globs: syscalls:sys_enter_open*)' },
+      top: { type: 'string', arg: 'N', help: 'print the N most frequent stacks (default 10)', parse: positiveInteger },
+      folded: { type: 'boolean', help: 'print every stack folded (comm;outer;...;inner count) instead', conflicts: 'top' },
+      svg: { type: 'string', arg: 'FILE', help: 'write a flame graph of the stacks to FILE' },
+      'kernel-only': { type: 'boolean', short: 'K', help: 'kernel stacks only' },
+      'user-only': { type: 'boolean', short: 'U', help: 'user-space stacks only', conflicts: 'kernel-only' },
+    },
+    positionals: { name: '[PROBE...]', help: 'more events, as funccount takes them: t:CAT:EVENT, u:LIBRARY:FUNC, c:FUNC' },
+  });
+  const specs = [...(opts.tracepoint ? [`t:${opts.tracepoint}`] : []), ...opts.positionals];
+  const profile = opts.profile || specs.length === 0;
+  for (const spec of specs) {
+    try {
+      probes.parseSpec(spec);
+    } catch (err) {
+      console.error(`stackcount: ${err.message}`);
+      process.exit(2);
+    }
+  }
+  // interpreted functions get frames of their own too (else: Builtins_InterpreterEntryTrampoline);
+  // no isolate-*-v8.log in the current directory (--perf-basic-prof starts V8's log)
+  const nodeArgs = ['--perf-basic-prof', '--interpreted-frames-native-stack', '--no-logfile-per-isolate', '--logfile=+'];
+  const target = await tools.traceTarget(opts, path.join(__dirname, 'workloads', 'hot_loop.js'), nodeArgs);
+  const what = [...(profile ? [`cpu-clock samples at ${opts.frequency ?? 99} Hz`] : []), ...specs].join(', ');
+  let obj, attached;
+  try {
+    const list = probes.expand(specs, { pid: target.pid });
+    obj = bpf.loadBpfProgram(path.join(__dirname, '..', 'bpf', '.output', 'stackcount.bpf.o'));
+    obj.setGlobalVariable('target_pid', target.pid);
+    obj.setGlobalVariable('kernel_stacks', !opts.userOnly);
+    obj.setGlobalVariable('user_stacks', !opts.kernelOnly);
+    if (list.length) {
+      attached = probes.attach(obj, list, { tracepoint: 'handle_tracepoint', uprobe: 'handle_uprobe', pid: target.pid });
+      for (const { probe, error } of attached.failed) console.error(`stackcount: not counting ${probe.label}: ${error.message}`);
+    }
+    // every CPU, filtered in the kernel: a perf event for a pid samples only its main thread
+    if (profile) obj.attachPerfEvent('handle_sample', { event: 'cpu-clock', frequency: opts.frequency ?? 99 });
+    if (!stacks.hasPerfMap(target.pid) && /node/.test(fs.readFileSync(`/proc/${target.pid}/comm`, 'utf8'))) {
+      console.error(`stackcount: no /tmp/perf-${target.pid}.map: JavaScript frames will be [unknown] (run node with --perf-basic-prof)`);
+    }
+    console.error(`Counting stacks of ${what}`);
+    const clock = new ReportClock();
+    // user frames are named from the process's mappings: name them every second while it
+    // runs (the names are kept), in case it is gone at the end
+    const symbolizer = new stacks.StackSymbolizer(bpf);
+    const warm = setInterval(() => stacks.symbolize(stacks.readStacks(obj), symbolizer), 1000);
+    await tools.untilStopped(opts, target);
+    clearInterval(warm);
+    obj.detachAll();
+    const counted = stacks.symbolize(stacks.readStacks(obj), symbolizer);
+    const folded = stacks.foldStacks(counted);
+    if (opts.svg) {
+      fs.writeFileSync(opts.svg, bpf.flameGraph(folded, { title: `stackcount: ${what}, pid ${target.pid}`, countName: profile ? 'samples' : 'events' }));
+      console.error(`wrote ${opts.svg}`);
+    }
+    const total = counted.reduce((sum, s) => sum + s.count, 0);
+    if (opts.folded && !opts.json) {
+      console.log(folded);
+    } else {
+      const top = counted.slice(0, opts.top ?? 10);
+      printReport(
+        opts,
+        { ...clock.end(), pid: target.pid },
+        { events: what, total, stacks: opts.json ? counted : top, ...(opts.json && opts.folded && { folded: folded.split('\n') }) },
+        () => `${top.map(stacks.formatStack).join('\n\n')}\n\n${total} ${profile ? 'samples' : 'events'} in ${counted.length} stacks${counted.length > top.length ? `, the ${top.length} most frequent above` : ''}`,
+      );
+    }
+  } finally {
+    target.stop();
+    // the kernel takes a grace period to close each tracepoint or uprobe perf event
+    if (attached?.perfEvents > 10) console.error(`Detaching ${attached.perfEvents} probes (the kernel takes ~0.1 s for each)...`);
+    obj?.close();
+  }
+}
+
+main().catch((err) => {
+  console.error(`stackcount: ${err.code ? `${err.code}: ` : ''}${err.message}`);
+  process.exitCode = 1;
+});

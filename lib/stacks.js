@@ -1,0 +1,177 @@
+'use strict';
+/**
+ * Stacks counted in the kernel (stack ids from a BPF_MAP_TYPE_STACK_TRACE
+ * map, counted in a hash map), turned into names: kernel frames from
+ * /proc/kallsyms, user frames from the process's ELF files and, for
+ * JavaScript, from the perf map that `node --perf-basic-prof` writes; then
+ * folded (`comm;outer;...;inner count`, what flame graphs take) or printed
+ * as bcc's stackcount prints them.
+ *
+ *   const stacks = require('node-libbpf/lib/stacks');
+ *   const sym = new stacks.StackSymbolizer();
+ *   const counted = stacks.symbolize(stacks.readStacks(obj), sym);   // while the process runs
+ *   fs.writeFileSync('out.svg', bpf.flameGraph(stacks.foldStacks(counted)));
+ */
+const fs = require('fs');
+
+const EFAULT = 14; // bpf_get_stackid: no stack of that kind (a kernel thread's user stack, a user-mode sample's kernel stack)
+
+/** Names addresses, caching every answer: kernel addresses once, user addresses once per process. */
+class StackSymbolizer {
+  constructor(bpf = require('..')) {
+    this.symbolizer = new bpf.Symbolizer();
+    this.cache = new Map(); // 'k' or pid -> Map(address -> name)
+  }
+
+  /** The names of kernel addresses (innermost first, as given). */
+  kernel(addresses) {
+    return this.#names('k', addresses, (todo) => this.symbolizer.kernel(todo));
+  }
+
+  /**
+   * The names of user-space addresses of process `pid`: `[unknown]` where
+   * no symbol covers the address, and for every address once the process
+   * is gone (symbolize while it runs).
+   */
+  user(pid, addresses) {
+    return this.#names(pid, addresses, (todo) => {
+      try {
+        return this.symbolizer.process(pid, todo);
+      } catch (err) {
+        if (err.code === 'ENOENT') return todo.map(() => ({}));
+        throw err;
+      }
+    });
+  }
+
+  /** Symbolizes, in one call, every address not seen yet. */
+  prefetch(pid, addresses) {
+    this.user(pid, addresses);
+  }
+
+  #names(key, addresses, lookup) {
+    if (!this.cache.has(key)) this.cache.set(key, new Map());
+    const known = this.cache.get(key);
+    const todo = [...new Set(addresses.filter((a) => !known.has(a)))];
+    if (todo.length) lookup(todo).forEach((frame, i) => known.set(todo[i], frameName(frame)));
+    return addresses.map((a) => known.get(a));
+  }
+}
+
+/**
+ * A frame's name: the function, without a JIT frame's tier marker (`*`
+ * optimized, `~` interpreted: `JS:*hotLoop file.js:3:18` is `hotLoop
+ * file.js:3:18`, `JS:~ file.js:9:5` is `(anonymous) file.js:9:5`), or
+ * `[unknown]`.
+ */
+function frameName(frame) {
+  if (!frame?.name) return '[unknown]';
+  const js = /^(?:JS|LazyCompile|Function|Script|Builtin|Eval|RegExp|InterpretedFunction):[*~^+]?(.*)$/.exec(frame.name);
+  if (!js) return withoutParameters(frame.name);
+  return js[1] === '' || js[1].startsWith(' ') ? `(anonymous)${js[1]}` : js[1];
+}
+
+/** A demangled C++ name without its parameter list: `v8::Function::Call(v8::Local<v8::Context>, ...) const` is `v8::Function::Call`. */
+function withoutParameters(name) {
+  const end = name.replace(/ const$/, '');
+  if (!end.endsWith(')') || end.endsWith('(anonymous namespace)')) return name;
+  let depth = 0;
+  for (let i = end.length - 1; i > 0; i--) {
+    if (end[i] === ')') depth++;
+    else if (end[i] === '(' && --depth === 0) return end.slice(0, i);
+  }
+  return name;
+}
+
+/**
+ * Every counted stack of an object whose `counts` hash map is keyed by
+ * `{ pid, kernel_stack, user_stack, comm }` (stack ids in the `stacks`
+ * map, or -errno; see bpf/stackcount.h) with a count as value:
+ * `[{ pid, comm, count, kernel: [address], user: [address], lost }]`,
+ * innermost frame first. `lost`: a stack the kernel could not keep (its
+ * map was full, or a hash collision). `del`: empty the counts as they are
+ * read (for interval reports).
+ */
+function readStacks(obj, { counts = 'counts', stacks = 'stacks', del = false } = {}) {
+  const countMap = obj.getMap(counts, { int64: 'number' });
+  const stackMap = obj.getMap(stacks);
+  const entries = del ? countMap.lookupAndDeleteBatch() : countMap.getBatch();
+  const cache = new Map();
+  const stack = (id) => {
+    if (id < 0) return [];
+    if (!cache.has(id)) cache.set(id, stackMap.get(id) ?? []);
+    return cache.get(id);
+  };
+  const lost = (id) => id < 0 && id !== -EFAULT;
+  return entries.map(([key, count]) => ({
+    pid: key.pid,
+    comm: key.comm,
+    count,
+    kernel: stack(key.kernel_stack),
+    user: stack(key.user_stack),
+    lost: lost(key.kernel_stack) || lost(key.user_stack),
+  }));
+}
+
+/**
+ * Names the frames of `readStacks` entries (innermost first) and merges the
+ * stacks that name the same frames: `[{ pid, comm, count, kernel: [name],
+ * user: [name] }]`, most counted first. A lost stack has one frame,
+ * `[lost stack]`.
+ */
+function symbolize(entries, symbolizer) {
+  const byPid = new Map();
+  for (const e of entries) byPid.set(e.pid, [...(byPid.get(e.pid) ?? []), ...e.user]);
+  for (const [pid, addresses] of byPid) symbolizer.prefetch(pid, addresses);
+  const merged = new Map();
+  for (const e of entries) {
+    const stack = {
+      pid: e.pid,
+      comm: e.comm,
+      kernel: symbolizer.kernel(e.kernel),
+      user: e.lost ? ['[lost stack]'] : symbolizer.user(e.pid, e.user),
+    };
+    const key = JSON.stringify([stack.pid, stack.comm, stack.kernel, stack.user]);
+    const seen = merged.get(key);
+    if (seen) seen.count += e.count;
+    else merged.set(key, { ...stack, count: e.count });
+  }
+  return [...merged.values()].sort((a, b) => b.count - a.count);
+}
+
+/**
+ * Folded stacks, one line per stack, root first: `comm;user frames;kernel
+ * frames count`, kernel frames marked `_[k]` (as flamegraph.pl and inferno
+ * color them); the same line twice is counted once.
+ */
+function foldStacks(stacks) {
+  const lines = new Map();
+  for (const s of stacks) {
+    const frames = [s.comm, ...[...s.user].reverse(), ...[...s.kernel].reverse().map((f) => `${f}_[k]`)];
+    const line = frames.map((f) => f.replace(/;/g, ':').replace(/\s+/g, ' ')).join(';');
+    lines.set(line, (lines.get(line) ?? 0) + s.count);
+  }
+  return [...lines]
+    .sort((a, b) => b[1] - a[1])
+    .map(([line, count]) => `${line} ${count}`)
+    .join('\n');
+}
+
+/**
+ * One stack as bcc's stackcount prints it: kernel frames, `--`, user
+ * frames (innermost first), the thread and its count.
+ */
+function formatStack(s) {
+  const lines = s.kernel.map((f) => `    ${f}`);
+  if (s.kernel.length && s.user.length) lines.push('    --');
+  lines.push(...s.user.map((f) => `    ${f}`));
+  lines.push(`    ${s.comm} [${s.pid}]`, `      ${s.count}`);
+  return lines.join('\n');
+}
+
+/** Whether process `pid` has a perf map (/tmp/perf-PID.map): `node --perf-basic-prof` writes one. */
+function hasPerfMap(pid) {
+  return fs.existsSync(`/tmp/perf-${pid}.map`);
+}
+
+module.exports = { StackSymbolizer, frameName, readStacks, symbolize, foldStacks, formatStack, hasPerfMap };
