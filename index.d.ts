@@ -179,24 +179,24 @@ export declare class BpfObject {
    * (`__x64_sys_openat`). On a kernel without kprobes this throws ENOTSUP
    * naming the tracepoint to use instead.
    */
-  attachKprobe(funcName: string, prog: BpfProgram | string, options?: KprobeOptions | undefined | null): BpfLink
+  attachKprobe(funcName: string, prog: BpfProgram | string, options?: AttachOptions | undefined | null): BpfLink
   /**
    * Attaches a program to the return of kernel function `funcName` (see
    * `attachKprobe`).
    */
-  attachKretprobe(funcName: string, prog: BpfProgram | string, options?: KprobeOptions | undefined | null): BpfLink
+  attachKretprobe(funcName: string, prog: BpfProgram | string, options?: AttachOptions | undefined | null): BpfLink
   /**
    * Attaches a `SEC("tp/...")` program to the tracepoint `category:name`
    * (e.g. `syscalls`, `sys_enter_openat`). Mounts tracefs if needed. The
    * `cookie` tells attachments of one program apart
    * (`bpf_get_attach_cookie()`).
    */
-  attachTracepoint(category: string, name: string, prog: BpfProgram | string, options?: KprobeOptions | undefined | null): BpfLink
+  attachTracepoint(category: string, name: string, prog: BpfProgram | string, options?: AttachOptions | undefined | null): BpfLink
   /**
    * Attaches a `SEC("raw_tp/...")` program to the raw tracepoint `name`
-   * (e.g. `sys_enter`, `sched_switch`).
+   * (e.g. `sys_enter`, `sched_switch`); `cookie` needs kernel 6.10+.
    */
-  attachRawTracepoint(name: string, prog: BpfProgram | string): BpfLink
+  attachRawTracepoint(name: string, prog: BpfProgram | string, options?: AttachOptions | undefined | null): BpfLink
   /**
    * Attaches a program to the entry of a function of a user-space binary
    * or library, by symbol name or by file offset.
@@ -207,6 +207,13 @@ export declare class BpfObject {
    * `attachUprobe`).
    */
   attachUretprobe(binaryPath: string, symbolOrOffset: string | number, prog: BpfProgram | string, options?: UprobeOptions | undefined | null): BpfLink
+  /**
+   * Attaches a `SEC("uprobe.multi")` program to many functions of one
+   * binary at once (kernel 6.6+): those matching a glob (`pthread_mutex_*`)
+   * or a list of symbols, with one cookie per symbol. One link for all of
+   * them: attaching and detaching cost one operation, not one per probe.
+   */
+  attachUprobeMulti(binaryPath: string, symbols: string | string[], prog: BpfProgram | string, options?: UprobeMultiOptions | undefined | null): BpfLink
   /**
    * Attaches a `SEC("usdt")` program to the USDT probe `provider:name` of a
    * binary.
@@ -341,6 +348,15 @@ export declare class Symbolizer {
   process(pid: number, addresses: Array<bigint>): Array<Frame>
 }
 
+/**
+ * Options of `attachKprobe`, `attachKretprobe`, `attachTracepoint` and
+ * `attachRawTracepoint`.
+ */
+export interface AttachOptions {
+  /** Value for `bpf_get_attach_cookie()`. */
+  cookie?: bigint
+}
+
 /** How typed values are decoded. */
 export interface DecodeOptions {
   /**
@@ -391,6 +407,8 @@ export interface Features {
   btf: boolean
   /** tracefs is (or could be) mounted: tracepoints can be attached. */
   tracepoints: boolean
+  /** Where tracefs is mounted (`/sys/kernel/tracing`), when it is. */
+  tracefs?: string
   /** kprobes and kretprobes (CONFIG_KPROBES). */
   kprobes: boolean
   /** uprobes and uretprobes. */
@@ -446,12 +464,6 @@ export interface GlobalInfo {
   type: string
   /** How the codec reads it. */
   layout: TypeLayout
-}
-
-/** Options of `attachKprobe`/`attachKretprobe`/`attachTracepoint`. */
-export interface KprobeOptions {
-  /** Value for `bpf_get_attach_cookie()`. */
-  cookie?: bigint
 }
 
 /**
@@ -577,6 +589,16 @@ export interface RingBufferOptions {
    * behind.
    */
   lost?: (count: number) => void
+}
+
+/** Options of `attachUprobeMulti`. */
+export interface UprobeMultiOptions {
+  /** Only this process (default: every process running the binary). */
+  pid?: number
+  /** Attach at the functions' returns (a `SEC("uretprobe.multi")` program). */
+  retprobe?: boolean
+  /** One `bpf_get_attach_cookie()` value per symbol (with a list of symbols). */
+  cookies?: Array<bigint>
 }
 
 /** Options of `attachUprobe`/`attachUretprobe`/`attachUsdt`. */

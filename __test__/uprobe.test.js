@@ -130,3 +130,17 @@ test('a USDT probe fired K times is counted K times, with its argument and cooki
   assert.strictEqual(obj.getGlobalVariable('sum'), BigInt((K * (K - 1)) / 2));
   assert.strictEqual(obj.getGlobalVariable('cookie'), 42n);
 });
+
+test('uprobe.multi: many functions in one link, told apart by cookies', async (t) => {
+  const binary = buildFixture('add_one');
+  const { child, exited, go } = startAddOne(30);
+  const obj = bpf.loadBpfProgram(objectPath('uprobe'));
+  t.after(() => obj.close());
+  obj.attachUprobeMulti(binary, ['add_one', 'main'], 'handle_multi', { pid: child.pid, cookies: [1n, 2n] });
+  throwsCode(assert, () => obj.attachUprobeMulti(binary, ['add_one'], 'handle_multi', { cookies: [1n, 2n] }), 'ERR_BPF_INVALID_VALUE', /one cookie per symbol/);
+  go();
+  await exited;
+  const counts = new Map(obj.getMap('multi_counts').entries());
+  assert.strictEqual(counts.get(1n), 30n, 'add_one, 30 calls');
+  assert.strictEqual(counts.get(2n), undefined, 'main was entered before the attach');
+});

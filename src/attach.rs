@@ -43,10 +43,11 @@ impl BpfLink {
   }
 }
 
-/// Options of `attachKprobe`/`attachKretprobe`/`attachTracepoint`.
+/// Options of `attachKprobe`, `attachKretprobe`, `attachTracepoint` and
+/// `attachRawTracepoint`.
 #[napi(object)]
 #[derive(Default)]
-pub struct KprobeOptions {
+pub struct AttachOptions {
   /// Value for `bpf_get_attach_cookie()`.
   pub cookie: Option<BigInt>,
 }
@@ -59,6 +60,18 @@ pub struct UprobeOptions {
   pub pid: Option<i32>,
   /// Value for `bpf_get_attach_cookie()` (`bpf_usdt_cookie()` for USDT).
   pub cookie: Option<BigInt>,
+}
+
+/// Options of `attachUprobeMulti`.
+#[napi(object)]
+#[derive(Default)]
+pub struct UprobeMultiOptions {
+  /// Only this process (default: every process running the binary).
+  pub pid: Option<i32>,
+  /// Attach at the functions' returns (a `SEC("uretprobe.multi")` program).
+  pub retprobe: Option<bool>,
+  /// One `bpf_get_attach_cookie()` value per symbol (with a list of symbols).
+  pub cookies: Option<Vec<BigInt>>,
 }
 
 /// Options of `attachPerfEvent`.
@@ -127,7 +140,7 @@ impl BpfObject {
     Ok(BpfLink { state: self.state.clone(), id, target })
   }
 
-  fn kprobe(&self, func: String, prog: ProgramArg<'_>, retprobe: bool, options: Option<KprobeOptions>) -> BpfResult<BpfLink> {
+  fn kprobe(&self, func: String, prog: ProgramArg<'_>, retprobe: bool, options: Option<AttachOptions>) -> BpfResult<BpfLink> {
     let kind = if retprobe { "kretprobe" } else { "kprobe" };
     // the article's names (sys_enter_openat) are tracepoints, not functions
     let function = match func.strip_prefix("sys_enter_").or_else(|| func.strip_prefix("sys_exit_")) {
@@ -230,7 +243,7 @@ impl BpfObject {
     &self,
     func_name: String,
     #[napi(ts_arg_type = "BpfProgram | string")] prog: ProgramArg<'_>,
-    options: Option<KprobeOptions>,
+    options: Option<AttachOptions>,
   ) -> Result<BpfLink> {
     Ok(self.kprobe(func_name, prog, false, options)?)
   }
@@ -242,7 +255,7 @@ impl BpfObject {
     &self,
     func_name: String,
     #[napi(ts_arg_type = "BpfProgram | string")] prog: ProgramArg<'_>,
-    options: Option<KprobeOptions>,
+    options: Option<AttachOptions>,
   ) -> Result<BpfLink> {
     Ok(self.kprobe(func_name, prog, true, options)?)
   }
@@ -257,7 +270,7 @@ impl BpfObject {
     category: String,
     name: String,
     #[napi(ts_arg_type = "BpfProgram | string")] prog: ProgramArg<'_>,
-    options: Option<KprobeOptions>,
+    options: Option<AttachOptions>,
   ) -> Result<BpfLink> {
     let opts = TracepointOpts { cookie: cookie(&options.unwrap_or_default().cookie), ..Default::default() };
     if !kernel::tracepoint_exists(&category, &name)? {
@@ -284,11 +297,17 @@ impl BpfObject {
   }
 
   /// Attaches a `SEC("raw_tp/...")` program to the raw tracepoint `name`
-  /// (e.g. `sys_enter`, `sched_switch`).
+  /// (e.g. `sys_enter`, `sched_switch`); `cookie` needs kernel 6.10+.
   #[napi]
-  pub fn attach_raw_tracepoint(&self, name: String, #[napi(ts_arg_type = "BpfProgram | string")] prog: ProgramArg<'_>) -> Result<BpfLink> {
+  pub fn attach_raw_tracepoint(
+    &self,
+    name: String,
+    #[napi(ts_arg_type = "BpfProgram | string")] prog: ProgramArg<'_>,
+    options: Option<AttachOptions>,
+  ) -> Result<BpfLink> {
+    let opts = libbpf_rs::RawTracepointOpts { cookie: cookie(&options.unwrap_or_default().cookie), ..Default::default() };
     Ok(self.attach_with(&prog, format!("raw tracepoint {name}"), RAW_TRACEPOINT, |p| {
-      p.attach_raw_tracepoint(&name).map(|l| vec![l]).map_err(|e| match crate::error::errno_of(&e) {
+      p.attach_raw_tracepoint_with_opts(&name, opts).map(|l| vec![l]).map_err(|e| match crate::error::errno_of(&e) {
         Some(libc::ENOENT) => BpfError::new(Code::UnknownName, format!("raw tracepoint {name} does not exist on this kernel")),
         _ => BpfError::libbpf(Code::Attach, "raw tracepoint", &e),
       })
@@ -319,6 +338,51 @@ impl BpfObject {
     options: Option<UprobeOptions>,
   ) -> Result<BpfLink> {
     Ok(self.uprobe(binary_path, symbol_or_offset, prog, true, options)?)
+  }
+
+  /// Attaches a `SEC("uprobe.multi")` program to many functions of one
+  /// binary at once (kernel 6.6+): those matching a glob (`pthread_mutex_*`)
+  /// or a list of symbols, with one cookie per symbol. One link for all of
+  /// them: attaching and detaching cost one operation, not one per probe.
+  #[napi]
+  pub fn attach_uprobe_multi(
+    &self,
+    binary_path: String,
+    #[napi(ts_arg_type = "string | string[]")] symbols: Either<String, Vec<String>>,
+    #[napi(ts_arg_type = "BpfProgram | string")] prog: ProgramArg<'_>,
+    options: Option<UprobeMultiOptions>,
+  ) -> Result<BpfLink> {
+    let options = options.unwrap_or_default();
+    let binary = resolve_binary(&binary_path)?;
+    let cookies: Vec<u64> = options.cookies.iter().flatten().map(|c| c.get_u64().1).collect();
+    let (pattern, syms) = match symbols {
+      Either::A(pattern) => (pattern, Vec::new()),
+      Either::B(list) => (String::new(), list),
+    };
+    if !cookies.is_empty() && cookies.len() != syms.len() {
+      return Err(
+        BpfError::new(
+          Code::InvalidValue,
+          format!("give one cookie per symbol: {} cookies for {} symbols (cookies need a list of symbols, not a pattern)", cookies.len(), syms.len()),
+        )
+        .into(),
+      );
+    }
+    let what = if pattern.is_empty() { format!("{} functions", syms.len()) } else { pattern.clone() };
+    let opts = libbpf_rs::UprobeMultiOpts { syms, cookies, retprobe: options.retprobe.unwrap_or(false), ..Default::default() };
+    let pid = options.pid.unwrap_or(-1);
+    Ok(self.attach_with(&prog, format!("uprobe.multi {binary}:{what}"), UPROBE, |p| {
+      p.attach_uprobe_multi_with_opts(pid, &binary, &pattern, opts).map(|l| vec![l]).map_err(|e| {
+        match crate::error::errno_of(&e) {
+          Some(libc::ENOENT) | Some(libc::ESRCH) => BpfError::new(Code::UnknownName, format!("{binary} has no function matching {what}")),
+          Some(libc::EINVAL) => BpfError::new(
+            Code::Attach,
+            format!("uprobe.multi refused ({e}): the program must be SEC(\"uprobe.multi\") (or SEC(\"uretprobe.multi\") with retprobe)"),
+          ),
+          _ => BpfError::libbpf(Code::Attach, "uprobe.multi", &e),
+        }
+      })
+    })?)
   }
 
   /// Attaches a `SEC("usdt")` program to the USDT probe `provider:name` of a

@@ -110,6 +110,8 @@ pub struct Features {
   pub btf: bool,
   /// tracefs is (or could be) mounted: tracepoints can be attached.
   pub tracepoints: bool,
+  /// Where tracefs is mounted (`/sys/kernel/tracing`), when it is.
+  pub tracefs: Option<String>,
   /// kprobes and kretprobes (CONFIG_KPROBES).
   pub kprobes: bool,
   /// uprobes and uretprobes.
@@ -134,6 +136,7 @@ pub fn features() -> Features {
   Features {
     btf: Path::new("/sys/kernel/btf/vmlinux").exists(),
     tracepoints: tracefs_root().is_ok(),
+    tracefs: tracefs_root().ok().map(str::to_string),
     kprobes: kprobes_available(),
     uprobes: Path::new("/sys/bus/event_source/devices/uprobe/type").exists(),
     fentry: fentry_loads(),

@@ -74,4 +74,25 @@ int handle_io_poll_return(void *ctx)
 	return 0;
 }
 
+/* calls of many functions through one uprobe.multi link, by cookie */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 64);
+	__type(key, __u64);
+	__type(value, __u64);
+} multi_counts SEC(".maps");
+
+SEC("uprobe.multi")
+int handle_multi(struct pt_regs *ctx)
+{
+	__u64 cookie = bpf_get_attach_cookie(ctx), one = 1, *count;
+
+	count = bpf_map_lookup_elem(&multi_counts, &cookie);
+	if (count)
+		__sync_fetch_and_add(count, 1);
+	else
+		bpf_map_update_elem(&multi_counts, &cookie, &one, BPF_NOEXIST);
+	return 0;
+}
+
 char LICENSE[] SEC("license") = "GPL";
