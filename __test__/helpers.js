@@ -55,4 +55,33 @@ function throwsCode(assert, fn, code, re) {
   });
 }
 
-module.exports = { bpf, root, objectPath, buildFixture, sleep, waitFor, kernelIds, added, throwsCode };
+/**
+ * Starts an example script (`node script ...args`) that prints `Tracing ...`
+ * on stderr once attached: `ready` resolves then, `exited` when it ends
+ * (with its code, signal, stdout and stderr), `stop()` sends SIGTERM. It is
+ * killed after `timeoutMs`.
+ */
+function startExample(script, args, timeoutMs) {
+  const { spawn } = require('node:child_process');
+  const child = spawn(process.execPath, [script, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const out = { stdout: '', stderr: '' };
+  child.stdout.setEncoding('utf8').on('data', (d) => (out.stdout += d));
+  const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+  const exited = new Promise((resolve) => {
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      resolve({ code, signal, ...out });
+    });
+  });
+  const ready = new Promise((resolve, reject) => {
+    child.stderr.setEncoding('utf8').on('data', (d) => {
+      out.stderr += d;
+      if (/^Tracing /m.test(out.stderr)) resolve();
+    });
+    exited.then(() => reject(new Error(`${path.basename(script)} exited before tracing:\n${out.stderr}`)));
+  });
+  ready.catch(() => {}); // awaited only by the tests that need it
+  return { child, out, ready, exited, stop: () => (child.kill('SIGTERM'), exited) };
+}
+
+module.exports = { bpf, root, objectPath, buildFixture, sleep, waitFor, kernelIds, added, throwsCode, startExample };

@@ -39,7 +39,7 @@ test('a per-CPU array of structs, written by the program, one value per CPU', (t
   fs.writeFileSync(path, '');
   fs.closeSync(fs.openSync(path, 'r'));
   const scratch = obj.getMap('scratch');
-  assert.strictEqual(scratch.type, 'percpuarray');
+  assert.strictEqual(scratch.type, 'percpu_array');
   const values = scratch.get(0);
   assert.strictEqual(values.length, bpf.features().possibleCpus);
   const ours = values.find((v) => v.filename === path);

@@ -11,6 +11,13 @@ const os = require('os');
 const path = require('path');
 const util = require('util');
 
+// `tool | head` closes stdout early: stop quietly, as command-line tools do
+// (the 'exit' handlers still stop the workload).
+process.stdout.on('error', (err) => {
+  if (err.code !== 'EPIPE') throw err;
+  process.exit(0);
+});
+
 /**
  * Parses `--pid N`, `--duration S` and `--json`, and the tool's own options
  * (exits with the usage on `--help` or a bad option).

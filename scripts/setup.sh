@@ -15,6 +15,8 @@ command -v gcc >/dev/null || need+=(gcc)
 command -v make >/dev/null || need+=(make)
 dpkg -s libelf-dev >/dev/null 2>&1 || need+=(libelf-dev)
 dpkg -s zlib1g-dev >/dev/null 2>&1 || need+=(zlib1g-dev)
+command -v go >/dev/null || need+=(golang-go)
+command -v nft >/dev/null || need+=(nftables)
 [ -f /usr/include/x86_64-linux-gnu/sys/sdt.h ] || [ -f /usr/include/sys/sdt.h ] || need+=(systemtap-sdt-dev)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then

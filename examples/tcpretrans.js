@@ -1,0 +1,148 @@
+'use strict';
+// Prints the TCP retransmits of a process's connections (--pid), of every
+// connection (--all, as bcc's tcpretrans), or of a workload of its own that
+// sends over a lossy link between two network namespaces: addresses, ports
+// and the connection's state, from the tcp:tcp_retransmit_skb tracepoint,
+// through a ring buffer; a count per connection at the end. Needs root.
+//   node examples/tcpretrans.js [--pid N | --all] [--duration S] [--json]
+const net = require('net');
+const path = require('path');
+const bpf = require(path.join(__dirname, '..'));
+const tools = require(path.join(__dirname, '..', 'lib', 'tools'));
+
+// include/net/tcp_states.h
+const TCP_STATES = [
+  undefined,
+  'ESTABLISHED',
+  'SYN_SENT',
+  'SYN_RECV',
+  'FIN_WAIT1',
+  'FIN_WAIT2',
+  'TIME_WAIT',
+  'CLOSE',
+  'CLOSE_WAIT',
+  'LAST_ACK',
+  'LISTEN',
+  'CLOSING',
+  'NEW_SYN_RECV',
+  'BOUND_INACTIVE',
+];
+const AF_INET = 2;
+const AF_INET6 = 10;
+const EBUSY = 16;
+
+/** An address of a record (network byte order; AF_INET in the first 4 bytes). IPv4-mapped IPv6 as IPv4. */
+function ipAddress(family, bytes) {
+  const mapped = family === AF_INET6 && bytes.subarray(0, 10).every((b) => b === 0) && bytes[10] === 0xff && bytes[11] === 0xff;
+  if (family === AF_INET || mapped) return [...bytes.subarray(mapped ? 12 : 0, mapped ? 16 : 4)].join('.');
+  return new net.SocketAddress({ address: bytes.toString('hex').match(/.{4}/g).join(':'), family: 'ipv6' }).address;
+}
+
+/** `10.0.0.1:80`, `[fd00::1]:80`. */
+const endpoint = (addr, port) => (addr.includes(':') ? `[${addr}]:${port}` : `${addr}:${port}`);
+
+/** What a struct tcpretrans_event (bpf/tcpretrans.h) reports. */
+function toEvent(r) {
+  return {
+    time: tools.wallClock(r.ts_ns),
+    family: r.family === AF_INET ? 'AF_INET' : r.family === AF_INET6 ? 'AF_INET6' : `family ${r.family}`,
+    laddr: ipAddress(r.family, r.saddr),
+    lport: r.sport,
+    raddr: ipAddress(r.family, r.daddr),
+    rport: r.dport,
+    state: TCP_STATES[r.state] ?? `state ${r.state}`,
+    segs: r.segs,
+    err: r.err,
+    netns: r.netns,
+    ino: r.ino,
+  };
+}
+
+/**
+ * Whether a retransmit is of a connection of process `pid`: its socket is
+ * one of the process's open files, or (closed since, a FIN retransmitted)
+ * its connection was.
+ */
+function ownedBy(pid) {
+  let inodes = new Set();
+  const connections = new Set();
+  return (e) => {
+    const conn = `${e.netns} ${endpoint(e.laddr, e.lport)} ${endpoint(e.raddr, e.rport)}`;
+    if (e.ino !== 0) {
+      if (!inodes.has(e.ino)) inodes = tools.socketInodes(pid);
+      if (inodes.has(e.ino)) connections.add(conn);
+    }
+    return connections.has(conn);
+  };
+}
+
+function printEvent(opts, e) {
+  if (opts.json) {
+    const { time, ino, ...rest } = e;
+    console.log(JSON.stringify({ time: time.toISOString(), ...rest }));
+    return;
+  }
+  const ip = e.family === 'AF_INET6' ? 6 : 4;
+  const notes = [e.segs !== 1 && `${e.segs} segs`, e.err && `failed: ${tools.errnoName(-e.err)}`].filter(Boolean);
+  console.log(
+    `${tools.formatTime(e.time).padEnd(9)} ${String(ip).padEnd(2)} ${endpoint(e.laddr, e.lport).padEnd(42)} R> ${endpoint(e.raddr, e.rport).padEnd(42)} ${e.state}${notes.length ? ` (${notes.join(', ')})` : ''}`,
+  );
+}
+
+/** Retransmits and segments per connection, as the kernel counts them. */
+function printSummary(opts, counts) {
+  const rows = [...counts.values()];
+  if (opts.json) {
+    console.log(JSON.stringify({ summary: rows }));
+    return;
+  }
+  console.log(`\n${'LADDR:LPORT'.padEnd(45)} ${'RADDR:RPORT'.padEnd(45)} ${'RETRANSMITS'.padStart(11)} ${'SEGS'.padStart(6)}`);
+  for (const r of rows) {
+    console.log(`${endpoint(r.laddr, r.lport).padEnd(45)} ${endpoint(r.raddr, r.rport).padEnd(45)} ${String(r.retransmits).padStart(11)} ${String(r.segs).padStart(6)}`);
+  }
+}
+
+async function main() {
+  const opts = tools.parseArgs('Prints the TCP retransmits of the connections of a process: addresses, ports and state.', {
+    pidHelp: 'the connections of process N (default: start a client and a server on a lossy link of their own, and trace the client)',
+    options: { all: { type: 'boolean', help: 'every TCP connection of the system, in every network namespace', conflicts: 'pid' } },
+  });
+  const target = opts.all ? { pid: undefined, what: 'every TCP connection', stop() {} } : await tools.traceTarget(opts, path.join(__dirname, 'workloads', 'tcpretrans.js'));
+  const owned = target.pid === undefined ? () => true : ownedBy(target.pid);
+  const counts = new Map();
+  let obj, events;
+  try {
+    obj = bpf.loadBpfProgram(path.join(__dirname, '..', 'bpf', '.output', 'tcpretrans.bpf.o'));
+    obj.attachTracepoint('tcp', 'tcp_retransmit_skb', obj.programs.handle_tcp_retransmit_skb);
+    if (!opts.json) console.log(`${'TIME'.padEnd(9)} IP ${'LADDR:LPORT'.padEnd(42)} T> ${'RADDR:RPORT'.padEnd(42)} STATE`);
+    events = obj.getMap('events').openRingBuffer(
+      (record) => {
+        const e = toEvent(record);
+        if (!owned(e)) return;
+        printEvent(opts, e);
+        const key = `${e.netns} ${endpoint(e.laddr, e.lport)} ${endpoint(e.raddr, e.rport)}`;
+        if (!counts.has(key)) counts.set(key, { family: e.family, laddr: e.laddr, lport: e.lport, raddr: e.raddr, rport: e.rport, retransmits: 0, segs: 0 });
+        // counted as the kernel counts them (TcpRetransSegs, ss's retrans): all but those
+        // not even tried, their skb still in the host queue (EBUSY)
+        if (e.err !== -EBUSY) {
+          counts.get(key).retransmits++;
+          counts.get(key).segs += e.segs;
+        }
+      },
+      { type: 'tcpretrans_event', int64: 'number', lost: (count) => console.error(`lost ${count} records`) },
+    );
+    await tools.untilStopped(opts, target);
+    obj.detachAll();
+    await tools.drain([events]);
+    printSummary(opts, counts);
+  } finally {
+    events?.close();
+    obj?.close();
+    target.stop();
+  }
+}
+
+main().catch((err) => {
+  console.error(`tcpretrans: ${err.code ? `${err.code}: ` : ''}${err.message}`);
+  process.exitCode = 1;
+});

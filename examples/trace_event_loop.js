@@ -1,0 +1,177 @@
+'use strict';
+// Traces the libuv event loop of a Node.js process: how long each phase of
+// each loop iteration took (timers, pending, idle, prepare, poll, check), one
+// line per iteration, and a latency histogram per phase at the end (counted
+// in the kernel). Uprobes and uretprobes on the phase functions of the
+// process's own node binary (or its libuv.so). Needs root.
+//   node examples/trace_event_loop.js [--pid N] [--duration S] [--json]
+const path = require('path');
+const bpf = require(path.join(__dirname, '..'));
+const tools = require(path.join(__dirname, '..', 'lib', 'tools'));
+const { log2Buckets, formatHistogram, histogramJSON } = require(path.join(__dirname, '..', 'lib', 'hist'));
+
+// enum uv_phase (bpf/event_loop.h), in its order (the attach cookie of each
+// phase), which is the order libuv 1.45+ (Node.js 20+) runs them in
+const PHASES = [
+  ['pending', 'uv__run_pending'],
+  ['idle', 'uv__run_idle'],
+  ['prepare', 'uv__run_prepare'],
+  ['poll', 'uv__io_poll'],
+  ['check', 'uv__run_check'],
+  ['timers', 'uv__run_timers'],
+];
+const phaseName = (e) => e.replace(/^UV_PHASE_/, '').toLowerCase(); // UV_PHASE_TIMERS -> timers
+
+// the phases that begin an iteration: uv_run() loops over pending, idle,
+// prepare, poll, [pending], check, closing handles, timers (libuv before
+// 1.45, Node.js 18: timers first, so they count with the iteration before)
+const OPENING = new Set(['pending', 'idle', 'prepare', 'poll']);
+
+class Iterations {
+  constructor(traced, onIteration) {
+    this.closing = traced.includes('check') ? 'check' : 'poll';
+    this.onIteration = onIteration;
+    this.current = new Map(); // `${tid}:${loop}` -> the iteration in progress
+    this.loops = new Map(); // loop -> its number, in order of appearance
+  }
+
+  add(record) {
+    const phase = phaseName(record.phase);
+    const key = `${record.tid}:${record.loop}`;
+    let it = this.current.get(key);
+    // (or a phase it has had already: the first iteration seen, joined midway)
+    const again = it?.phases.has(phase) && phase !== 'pending';
+    if (it && ((OPENING.has(phase) && it.phases.has(this.closing)) || again)) {
+      this.onIteration(it);
+      it = undefined;
+    }
+    if (!it) {
+      if (!this.loops.has(record.loop)) this.loops.set(record.loop, this.loops.size + 1);
+      const previous = this.current.get(key);
+      it = {
+        pid: record.pid,
+        tid: record.tid,
+        loop: record.loop,
+        loopNumber: this.loops.get(record.loop),
+        iteration: previous ? previous.iteration + 1 : 1,
+        start_ns: record.start_ns,
+        phases: new Map(),
+      };
+      this.current.set(key, it);
+    }
+    // pending may run again after poll: the phase's time is the sum
+    it.phases.set(phase, (it.phases.get(phase) ?? 0) + record.duration_ns);
+  }
+
+  /** The iterations in progress, at the end. */
+  flush() {
+    for (const it of this.current.values()) this.onIteration(it);
+    this.current.clear();
+  }
+}
+
+/**
+ * Attaches the entry and return programs to every phase function found,
+ * with the phase as the cookie: one uprobe.multi link per binary and
+ * direction (kernels 6.6+; detaching it is one operation, where ten uprobes
+ * take the kernel ~2 s), or else a uprobe and a uretprobe per phase. Returns
+ * first: every entry seen then has its return seen too.
+ */
+function attachPhases(obj, pid, functions) {
+  const byBinary = new Map();
+  PHASES.forEach(([, fn], cookie) => {
+    const where = functions.get(fn);
+    if (!where) return;
+    if (!byBinary.has(where.binary)) byBinary.set(where.binary, []);
+    byBinary.get(where.binary).push({ fn, offset: where.fileOffset, cookie: BigInt(cookie) });
+  });
+  try {
+    for (const [binary, list] of byBinary) {
+      const [names, cookies] = [list.map((f) => f.fn), list.map((f) => f.cookie)];
+      obj.attachUprobeMulti(binary, names, obj.programs.handle_phase_return_multi, { pid, retprobe: true, cookies });
+      obj.attachUprobeMulti(binary, names, obj.programs.handle_phase_entry_multi, { pid, cookies });
+    }
+    return 'uprobe.multi';
+  } catch {
+    obj.detachAll();
+  }
+  for (const [binary, list] of byBinary) {
+    for (const { offset, cookie } of list) {
+      obj.attachUretprobe(binary, offset, obj.programs.handle_phase_return, { pid, cookie });
+      obj.attachUprobe(binary, offset, obj.programs.handle_phase_entry, { pid, cookie });
+    }
+  }
+  return 'uprobe';
+}
+
+function printHeader(opts, traced) {
+  if (opts.json) return;
+  const cols = traced.map((p) => p.padStart(10)).join('');
+  console.log(`${'TIME'.padEnd(13)}${'TID'.padStart(8)}${'LOOP'.padStart(5)}${'ITER'.padStart(7)}${cols}  (ms)`);
+}
+
+function printIteration(opts, traced, it) {
+  const ms = (ns) => Math.round(ns / 1e3) / 1e3;
+  if (opts.json) {
+    const phases = Object.fromEntries(traced.filter((p) => it.phases.has(p)).map((p) => [p, ms(it.phases.get(p))]));
+    console.log(JSON.stringify({ pid: it.pid, tid: it.tid, loop: `0x${it.loop.toString(16)}`, iteration: it.iteration, start_ns: it.start_ns, phases_ms: phases }));
+    return;
+  }
+  const time = tools.formatTime(tools.wallClock(it.start_ns), { ms: true });
+  const cols = traced.map((p) => (it.phases.has(p) ? ms(it.phases.get(p)).toFixed(3) : '-').padStart(10)).join('');
+  console.log(`${time.padEnd(13)}${String(it.tid).padStart(8)}${String(it.loopNumber).padStart(5)}${String(it.iteration).padStart(7)}${cols}`);
+}
+
+/** The per-phase histograms the kernel counted (map `hist`: { phase, slot } -> count). */
+function printHistograms(opts, obj, traced) {
+  const slots = new Map(traced.map((p) => [p, []]));
+  for (const [key, count] of obj.getMap('hist').entries()) slots.get(phaseName(key.phase))[key.slot] = count;
+  const hists = traced.map((p) => [p, log2Buckets(slots.get(p))]).filter(([, buckets]) => buckets.length > 0);
+  if (opts.json) {
+    console.log(JSON.stringify({ histograms: Object.fromEntries(hists.map(([p, buckets]) => [p, { unit: 'us', ...histogramJSON(buckets) }])) }));
+    return;
+  }
+  for (const [p, buckets] of hists) console.log(`\n${formatHistogram(buckets, { title: `@usecs[${p}]` })}`);
+}
+
+async function main() {
+  const opts = tools.parseArgs('Prints the time each phase of each libuv loop iteration of a Node.js process took, and per-phase histograms.');
+  const target = await tools.traceTarget(opts, path.join(__dirname, 'workloads', 'event_loop.js'));
+  let obj, events;
+  try {
+    const functions = tools.findFunctions(bpf, target.pid, PHASES.map(([, fn]) => fn));
+    const traced = PHASES.filter(([, fn]) => functions.has(fn)).map(([phase]) => phase);
+    if (traced.length === 0) throw new Error(`no libuv phase function in pid ${target.pid}'s binary or libraries: is it a Node.js process?`);
+    const module = functions.get('uv__io_poll')?.module ?? functions.values().next().value.module;
+    for (const [phase, fn] of PHASES) {
+      if (!functions.has(fn)) console.error(`trace_event_loop: ${fn} is not in ${module} (inlined or stripped in this build): the ${phase} phase is not traced`);
+    }
+
+    obj = bpf.loadBpfProgram(path.join(__dirname, '..', 'bpf', '.output', 'event_loop.bpf.o'));
+    obj.setGlobalVariable('target_pid', target.pid);
+    attachPhases(obj, target.pid, functions);
+    const iterations = new Iterations(traced, (it) => printIteration(opts, traced, it));
+    events = obj.getMap('events').openRingBuffer((record) => iterations.add(record), {
+      type: 'phase_event',
+      int64: 'number', // loop addresses (user space: below 2^53), timestamps and durations
+      lost: (count) => console.error(`lost ${count} records`),
+    });
+    printHeader(opts, traced);
+    await tools.untilStopped(opts, target);
+    // stop in the kernel at once: the histograms then count exactly the
+    // records printed
+    obj.setGlobalVariable('stopped', true);
+    await tools.drain([events]);
+    iterations.flush();
+    printHistograms(opts, obj, traced);
+  } finally {
+    events?.close();
+    obj?.close();
+    target.stop();
+  }
+}
+
+main().catch((err) => {
+  console.error(`trace_event_loop: ${err.code ? `${err.code}: ` : ''}${err.message}`);
+  process.exitCode = 1;
+});
