@@ -15,6 +15,8 @@ const volatile __u32 target_pid = 0;
 /* this process's calls seen at entry and at return (.bss) */
 __u64 enter_count = 0;
 __u64 exit_count = 0;
+/* bpf_get_attach_cookie() at the last entry: attachKprobe's { cookie } */
+__u64 entry_cookie = 0;
 
 struct start {
 	__u64 ts;
@@ -49,6 +51,7 @@ int BPF_KSYSCALL(handle_openat_entry, int dfd, const char *filename)
 	if (!trace_allowed())
 		return 0;
 	__sync_fetch_and_add(&enter_count, 1);
+	entry_cookie = bpf_get_attach_cookie(ctx);
 	if (bpf_map_update_elem(&starts, &tid, &zero, BPF_ANY))
 		return 0;
 	s = bpf_map_lookup_elem(&starts, &tid);

@@ -1,0 +1,79 @@
+'use strict';
+// What `npm run test:kernels` needs on the host, installed when missing
+// (apt-get, as scripts/setup.sh does), and the built addon, BPF objects and
+// test binaries that go into the VM.
+const fs = require('node:fs');
+const path = require('node:path');
+const { execFileSync } = require('node:child_process');
+const { ROOT, log, run, have } = require('./common');
+
+/** Debian packages of the host tools: [package, present?]. */
+function missingPackages() {
+  const need = [];
+  const dpkgHas = (pkg) => {
+    try {
+      return /Status: install ok installed/.test(run('dpkg', ['-s', pkg]));
+    } catch {
+      return false;
+    }
+  };
+  if (!have('qemu-system-x86_64')) need.push('qemu-system-x86');
+  // a static busybox: the initramfs has no libc for it to link against at /init time
+  if (!fs.existsSync('/bin/busybox') || !dpkgHas('busybox-static')) need.push('busybox-static');
+  if (!have('cpio')) need.push('cpio');
+  if (!have('gcc')) need.push('gcc');
+  if (!have('bpftool')) need.push('bpftool');
+  if (!have('nm') || !have('readelf')) need.push('binutils');
+  if (!have('dpkg-deb') || !have('apt-get')) need.push('dpkg');
+  return need;
+}
+
+/** Installs the missing host tools (as root, with apt-get), or says what to install. */
+function ensureTools() {
+  const need = missingPackages();
+  if (need.length === 0) return;
+  if (process.getuid() !== 0 || !have('apt-get')) {
+    throw new Error(`missing ${need.join(' ')}; install them (Debian/Ubuntu: apt-get install ${need.join(' ')})`);
+  }
+  log(`installing ${need.join(' ')}`);
+  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+  execFileSync('apt-get', ['update', '-qq'], { stdio: 'inherit', env });
+  execFileSync('apt-get', ['install', '-y', '-qq', '--no-install-recommends', ...need], { stdio: ['ignore', 'ignore', 'inherit'], env });
+}
+
+const newer = (a, b) => fs.statSync(a).mtimeMs > fs.statSync(b).mtimeMs;
+
+/**
+ * scripts/setup.sh (clang, bpftool, <sys/sdt.h> for a fixture..., quiet when
+ * all is there), then the addon and every BPF object, built (`npm run
+ * build`) when missing or older than a source.
+ */
+function ensureBuilt() {
+  execFileSync('bash', [path.join(ROOT, 'scripts', 'setup.sh')], { cwd: ROOT, stdio: ['ignore', 2, 2] });
+  const addon = fs.readdirSync(ROOT).find((f) => f.endsWith('.node'));
+  const stale = [];
+  if (!addon || !fs.existsSync(path.join(ROOT, 'index.js'))) stale.push('the addon');
+  for (const dir of ['bpf', '__test__/bpf']) {
+    for (const f of fs.readdirSync(path.join(ROOT, dir)).filter((n) => n.endsWith('.bpf.c'))) {
+      const obj = path.join(ROOT, 'bpf', '.output', f.replace(/\.c$/, '.o'));
+      if (!fs.existsSync(obj) || newer(path.join(ROOT, dir, f), obj)) stale.push(`${dir}/${f}`);
+    }
+  }
+  if (stale.length === 0) return;
+  log(`building (${stale.slice(0, 3).join(', ')}${stale.length > 3 ? ', ...' : ''} missing or stale): npm run build`);
+  execFileSync('npm', ['run', 'build'], { cwd: ROOT, stdio: ['ignore', 2, 2] });
+}
+
+/**
+ * Builds every __test__/fixtures/*.c on the host, as the tests would
+ * (helpers.buildFixture): the VM has no gcc. Returns the binaries.
+ */
+function prebuildFixtures() {
+  const { buildFixture } = require(path.join(ROOT, '__test__', 'helpers'));
+  return fs
+    .readdirSync(path.join(ROOT, '__test__', 'fixtures'))
+    .filter((f) => f.endsWith('.c'))
+    .map((f) => buildFixture(f.slice(0, -2)));
+}
+
+module.exports = { ensureTools, ensureBuilt, prebuildFixtures };

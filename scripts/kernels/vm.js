@@ -1,0 +1,83 @@
+'use strict';
+// Boots a kernel with the test initramfs under qemu (TCG: KVM does not work
+// for stock kernels on this kind of VM), streams the serial console to a
+// log, and reads the NODE_LIBBPF_RESULT line /init prints.
+const fs = require('node:fs');
+const { spawn } = require('node:child_process');
+const { log } = require('./common');
+
+/** qemu's arguments for `kernel` and `initrd`. */
+function qemuArgs(kernel, initrd) {
+  return [
+    '-accel', 'tcg',
+    '-cpu', 'max',
+    '-m', '2G',
+    '-smp', '2',
+    '-nographic',
+    '-no-reboot',
+    '-nic', 'none',
+    '-kernel', kernel,
+    '-initrd', initrd,
+    '-append', 'console=ttyS0 quiet loglevel=3 panic=-1 random.trust_cpu=on',
+  ];
+}
+
+/** `key=value` pairs of a result line. */
+function fields(line) {
+  return Object.fromEntries([...line.matchAll(/(\w+)=(\S*)/g)].map((m) => [m[1], m[2]]));
+}
+
+/**
+ * Boots, waits for the result or `timeoutMs` (then kills qemu), and
+ * resolves `{ result, booted, log, seconds, timedOut, exit }`. `onLine` sees
+ * every console line.
+ */
+function bootAndTest({ name, kernel, initrd, logFile, timeoutMs, onLine = () => {} }) {
+  return new Promise((resolve, reject) => {
+    const start = Date.now();
+    const out = fs.createWriteStream(logFile);
+    const qemu = spawn('qemu-system-x86_64', qemuArgs(kernel, initrd), { stdio: ['ignore', 'pipe', 'pipe'] });
+    let text = '';
+    let pending = '';
+    let result;
+    let booted;
+    let timedOut = false;
+    const onData = (chunk) => {
+      const s = chunk.toString('utf8').replace(/\r/g, '');
+      out.write(s);
+      text += s;
+      pending += s;
+      const lines = pending.split('\n');
+      pending = lines.pop();
+      for (const line of lines) {
+        // (SeaBIOS leaves terminal escapes at the start of the first line)
+        const m = /NODE_LIBBPF_(BOOTED|RESULT) (.*)$/.exec(line);
+        if (m?.[1] === 'BOOTED') booted = { ...fields(m[2]), seconds: (Date.now() - start) / 1000 };
+        if (m?.[1] === 'RESULT') result = fields(m[2]);
+        onLine(line);
+      }
+    };
+    qemu.stdout.on('data', onData);
+    qemu.stderr.on('data', onData);
+    const timer = setTimeout(() => {
+      timedOut = true;
+      log(`${name}: no result after ${timeoutMs / 1000} s: killing qemu (pid ${qemu.pid})`);
+      qemu.kill('SIGKILL');
+    }, timeoutMs);
+    // a Ctrl+C of the script must not leave qemu running
+    const killOnExit = () => qemu.kill('SIGKILL');
+    process.once('exit', killOnExit);
+    qemu.on('error', (e) => {
+      clearTimeout(timer);
+      reject(e);
+    });
+    qemu.on('close', (code, signal) => {
+      clearTimeout(timer);
+      process.removeListener('exit', killOnExit);
+      out.end();
+      resolve({ result, booted, text, seconds: (Date.now() - start) / 1000, timedOut, exit: signal || code });
+    });
+  });
+}
+
+module.exports = { bootAndTest, qemuArgs };
