@@ -415,6 +415,8 @@ export interface Features {
   uprobes: boolean
   /** fentry/fexit programs load (some kernels refuse them with EPERM). */
   fentry: boolean
+  /** uprobe.multi links (`attachUprobeMulti`). */
+  uprobeMulti: boolean
   /** BPF_MAP_TYPE_RINGBUF maps. */
   ringBuffer: boolean
   /** BPF_MAP_TYPE_PERF_EVENT_ARRAY maps. */

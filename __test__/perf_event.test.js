@@ -6,17 +6,19 @@ const assert = require('node:assert');
 const { spawn } = require('node:child_process');
 const { bpf, objectPath, throwsCode } = require('./helpers');
 
-/** A child that burns CPU for `ms` once it reads a line. */
+/** A child that burns CPU for `ms` once it reads a line; `ready` once it has started. */
 function spinner(ms) {
-  const child = spawn(process.execPath, ['-e', `process.stdin.once('data', () => { const end = Date.now() + ${ms}; while (Date.now() < end); process.exit(0); });`], {
-    stdio: ['pipe', 'inherit', 'inherit'],
+  const child = spawn(process.execPath, ['-e', `process.stdin.once('data', () => { const end = Date.now() + ${ms}; while (Date.now() < end); process.exit(0); }); console.log('ready');`], {
+    stdio: ['pipe', 'pipe', 'inherit'],
   });
   const exited = new Promise((resolve) => child.on('exit', resolve));
-  return { child, exited, go: () => child.stdin.write('go\n') };
+  const ready = new Promise((resolve) => child.stdout.once('data', resolve));
+  return { child, ready, exited, go: () => child.stdin.write('go\n') };
 }
 
 async function sampled(options) {
-  const { child, exited, go } = spinner(1000);
+  const { child, ready, exited, go } = spinner(1000);
+  await ready; // its startup is not what we sample
   const obj = bpf.loadBpfProgram(objectPath('perf_sample'));
   try {
     obj.setGlobalVariable('target_pid', child.pid);

@@ -111,7 +111,8 @@ static __always_inline int phase_return(struct pt_regs *ctx)
 	depth = s->depth;
 	if (depth == 0 || depth > MAX_DEPTH)
 		return 0;
-	f = &s->frames[depth - 1];
+	/* masked: older verifiers cannot bound depth - 1 on their own */
+	f = &s->frames[(depth - 1) & (MAX_DEPTH - 1)];
 	/* a return whose entry was not seen (the call began before the attach) */
 	if (f->phase != phase)
 		return 0;

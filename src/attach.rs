@@ -369,6 +369,15 @@ impl BpfObject {
       );
     }
     let what = if pattern.is_empty() { format!("{} functions", syms.len()) } else { pattern.clone() };
+    if !kernel::uprobe_multi_available() {
+      return Err(
+        BpfError::new(
+          Code::NotSupported,
+          "this kernel has no uprobe.multi links (Linux 6.6+): attach each function with attachUprobe() instead",
+        )
+        .into(),
+      );
+    }
     let opts = libbpf_rs::UprobeMultiOpts { syms, cookies, retprobe: options.retprobe.unwrap_or(false), ..Default::default() };
     let pid = options.pid.unwrap_or(-1);
     Ok(self.attach_with(&prog, format!("uprobe.multi {binary}:{what}"), UPROBE, |p| {
@@ -471,12 +480,14 @@ impl BpfObject {
     if section.starts_with("tp/") || section.starts_with("tracepoint/") {
       kernel::tracefs_root()?;
     }
-    let kprobe = section.starts_with("kprobe/") || section.starts_with("kretprobe/");
+    let kprobe = ["kprobe/", "kretprobe/", "ksyscall/", "kretsyscall/", "kprobe.multi/", "kretprobe.multi/"]
+      .iter()
+      .any(|p| section.starts_with(p));
     Ok(self.attach_with(&prog, format!("SEC(\"{section}\")"), ANY, |p| {
       p.attach().map(|l| vec![l]).map_err(|e| {
         if kprobe && !kernel::kprobes_available() {
           let func = section.split_once('/').map(|x| x.1).unwrap_or("");
-          return kprobes_unavailable(func, func, section.starts_with("kretprobe/"), &e);
+          return kprobes_unavailable(func, func, section.starts_with("kret"), &e);
         }
         BpfError::libbpf(Code::Attach, "auto-attach", &e)
       })

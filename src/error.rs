@@ -84,7 +84,8 @@ impl BpfError {
     let errno = errno_of(err);
     let code = match errno {
       Some(libc::ENOENT) if code == Code::NotFound => Code::NotFound,
-      Some(libc::EPERM) | Some(libc::EACCES) => Code::Permission,
+      // EACCES is also the verifier's "no": only EPERM means privileges
+      Some(libc::EPERM) if !is_root() => Code::Permission,
       Some(libc::EOPNOTSUPP) => Code::NotSupported,
       _ => code,
     };
@@ -111,6 +112,11 @@ impl From<napi::Error> for BpfError {
     };
     BpfError { code, message: e.reason.clone() }
   }
+}
+
+fn is_root() -> bool {
+  // SAFETY: geteuid has no preconditions.
+  unsafe { libc::geteuid() == 0 }
 }
 
 /// The errno at the root of a libbpf-rs error, if any. libbpf-rs keeps the

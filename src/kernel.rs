@@ -118,6 +118,8 @@ pub struct Features {
   pub uprobes: bool,
   /// fentry/fexit programs load (some kernels refuse them with EPERM).
   pub fentry: bool,
+  /// uprobe.multi links (`attachUprobeMulti`).
+  pub uprobe_multi: bool,
   /// BPF_MAP_TYPE_RINGBUF maps.
   pub ring_buffer: bool,
   /// BPF_MAP_TYPE_PERF_EVENT_ARRAY maps.
@@ -140,11 +142,54 @@ pub fn features() -> Features {
     kprobes: kprobes_available(),
     uprobes: Path::new("/sys/bus/event_source/devices/uprobe/type").exists(),
     fentry: fentry_loads(),
+    uprobe_multi: uprobe_multi_available(),
     ring_buffer: map_type(libbpf_sys::BPF_MAP_TYPE_RINGBUF),
     perf_buffer: map_type(libbpf_sys::BPF_MAP_TYPE_PERF_EVENT_ARRAY),
     release: std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default().trim().to_string(),
     possible_cpus: libbpf_rs::num_possible_cpus().unwrap_or(1) as u32,
   }
+}
+
+/// Whether the kernel makes uprobe.multi links: as libbpf probes it, a
+/// link on "/" must fail with EBADF (not a regular file), not EINVAL.
+pub fn uprobe_multi_available() -> bool {
+  static PROBED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+  *PROBED.get_or_init(|| {
+    // SAFETY: plain libbpf calls with valid arguments; fds are closed.
+    unsafe {
+      let prog = load_return_zero(libbpf_sys::BPF_PROG_TYPE_KPROBE, libbpf_sys::BPF_TRACE_UPROBE_MULTI, 0);
+      if prog < 0 {
+        return false;
+      }
+      let path = CString::new("/").unwrap();
+      let offset: libbpf_sys::size_t = 0;
+      let mut opts: libbpf_sys::bpf_link_create_opts = std::mem::zeroed();
+      opts.sz = std::mem::size_of::<libbpf_sys::bpf_link_create_opts>() as _;
+      opts.__bindgen_anon_1.uprobe_multi.path = path.as_ptr();
+      opts.__bindgen_anon_1.uprobe_multi.offsets = &offset as *const _ as *const _;
+      opts.__bindgen_anon_1.uprobe_multi.cnt = 1;
+      let link = libbpf_sys::bpf_link_create(prog, -1, libbpf_sys::BPF_TRACE_UPROBE_MULTI, &opts);
+      let errno = *libc::__errno_location();
+      if link >= 0 {
+        libc::close(link);
+      }
+      libc::close(prog);
+      link < 0 && errno == libc::EBADF
+    }
+  })
+}
+
+/// Loads `r0 = 0; exit` as a program of `prog_type`; the fd or -1.
+unsafe fn load_return_zero(prog_type: libbpf_sys::bpf_prog_type, attach_type: libbpf_sys::bpf_attach_type, btf_id: u32) -> i32 {
+  let mut insns: [libbpf_sys::bpf_insn; 2] = std::mem::zeroed();
+  insns[0].code = 0xb7; // r0 = 0
+  insns[1].code = 0x95; // exit
+  let mut opts: libbpf_sys::bpf_prog_load_opts = std::mem::zeroed();
+  opts.sz = std::mem::size_of::<libbpf_sys::bpf_prog_load_opts>() as _;
+  opts.expected_attach_type = attach_type;
+  opts.attach_btf_id = btf_id;
+  let license = CString::new("GPL").unwrap();
+  libbpf_sys::bpf_prog_load(prog_type, std::ptr::null(), license.as_ptr(), insns.as_ptr(), 2, &mut opts)
 }
 
 /// Loads `return 0` as an fentry program on a kernel function.
@@ -156,22 +201,7 @@ fn fentry_loads() -> bool {
     if btf_id <= 0 {
       return false;
     }
-    let mut insns: [libbpf_sys::bpf_insn; 2] = std::mem::zeroed();
-    insns[0].code = 0xb7; // r0 = 0
-    insns[1].code = 0x95; // exit
-    let mut opts: libbpf_sys::bpf_prog_load_opts = std::mem::zeroed();
-    opts.sz = std::mem::size_of::<libbpf_sys::bpf_prog_load_opts>() as _;
-    opts.expected_attach_type = libbpf_sys::BPF_TRACE_FENTRY;
-    opts.attach_btf_id = btf_id as u32;
-    let license = CString::new("GPL").unwrap();
-    let fd = libbpf_sys::bpf_prog_load(
-      libbpf_sys::BPF_PROG_TYPE_TRACING,
-      std::ptr::null(),
-      license.as_ptr(),
-      insns.as_ptr(),
-      2,
-      &mut opts,
-    );
+    let fd = load_return_zero(libbpf_sys::BPF_PROG_TYPE_TRACING, libbpf_sys::BPF_TRACE_FENTRY, btf_id as u32);
     if fd >= 0 {
       libc::close(fd);
     }

@@ -9,18 +9,8 @@
 const Module = require('node:module');
 const path = require('node:path');
 
-// Both perf_event.test.js sampling tests attach while their child node
-// process is still starting up (about 1 s of CPU on 2 CPUs under TCG) and
-// count its startup's samples too. Measured in the VM: 130-180
-// samples where 70-130 are allowed at 99 Hz, 61-72 where 30-70 are at 49 Hz;
-// waiting for the child to be ready before attaching gives 102 and 49.
-const STARTUP =
-  'the spinning child node process is still starting up when the perf event is attached (about 1 s of CPU under TCG) ' +
-  'and its startup is sampled too; the test would need to wait for the child to be ready';
 const LATE = 'timer wakeups under TCG are sometimes over 1 ms late, so a 1 ms sleep can land in the 2-4 ms bucket or later';
 const SKIPS = [
-  { file: 'perf_event.test.js', name: /^cpu-clock at 99 Hz on every CPU/, reason: `${STARTUP} (130-180 samples, not ~99)` },
-  { file: 'perf_event.test.js', name: /^a perf event for one pid follows that process/, reason: `${STARTUP} (61-72 samples, not ~49)` },
   // Timer wakeups under TCG are late now and then: of 30 1-ms futex waits in
   // the VM, 2 took over 2 ms (the rest 1.2-1.7 ms); these tests need all 10
   // 1-ms nanosleeps under 2 ms, or (--linear) under 5 ms (the VM gave 7 to 9
