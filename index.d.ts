@@ -157,9 +157,11 @@ export declare class BpfMap {
   /**
    * Streams the records of a BPF_MAP_TYPE_RINGBUF map: `callback(record)`
    * once per record, on the main thread, in order. With `type`, records
-   * are decoded into objects; without, they are Buffers.
+   * are decoded into objects; without, they are Buffers (views of the
+   * batch: copy one to keep it); with `batch`, `callback(data, ends)` once
+   * per batch.
    */
-  openRingBuffer(callback: (record: any) => void, options?: RingBufferOptions): EventBuffer
+  openRingBuffer(callback: (record: any, ends?: Uint32Array) => void, options?: RingBufferOptions): EventBuffer
   /**
    * Streams the records of a BPF_MAP_TYPE_PERF_EVENT_ARRAY map:
    * `callback(cpu, record)` once per record, on the main thread.
@@ -520,7 +522,7 @@ export interface PerfBufferOptions {
    * `RingBufferOptions.error`).
    */
   error?: (error: Error) => void
-  /** Pages of the buffer of each CPU, a power of two (default 64: 256 KiB). */
+  /** Pages of the buffer of each CPU, a power of two (default 256: 1 MiB). */
   pageCount?: number
   /**
    * The reader is woken when a CPU's buffer holds this many bytes (default:
@@ -529,8 +531,16 @@ export interface PerfBufferOptions {
   wakeupBytes?: number
   /** Milliseconds between passes (default 10). */
   pollInterval?: number
-  /** How many batches may wait for JavaScript (default 64). */
+  /**
+   * How many batches may wait for JavaScript (default 64; and never more
+   * than 16 MiB of records).
+   */
   queueSize?: number
+  /**
+   * Raw records a batch at a time: the callback gets `(data, ends, cpus)`
+   * (see `RingBufferOptions.batch`). Not with `type`.
+   */
+  batch?: boolean
   /**
    * Called with the CPU and the number of records lost there (by the
    * kernel when the buffer was full, or here when JavaScript fell behind).
@@ -583,9 +593,16 @@ export interface RingBufferOptions {
   pollInterval?: number
   /**
    * How many batches may wait for JavaScript before records are dropped
-   * and counted as lost (default 64).
+   * and counted as lost (default 64; and never more than 16 MiB of records).
    */
   queueSize?: number
+  /**
+   * Raw records a batch at a time: the callback gets `(data, ends)`, one
+   * Buffer holding every record of the batch and the end offset of each
+   * (record i is `data.subarray(ends[i - 1] ?? 0, ends[i])`), instead of one
+   * call per record. Not with `type`.
+   */
+  batch?: boolean
   /**
    * Called with the number of records dropped because JavaScript fell
    * behind.

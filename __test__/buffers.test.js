@@ -6,7 +6,7 @@
 const test = require('node:test');
 const assert = require('node:assert');
 const { spawn } = require('node:child_process');
-const { bpf, objectPath, buildFixture, waitFor, root } = require('./helpers');
+const { bpf, objectPath, buildFixture, waitFor, root, throwsCode } = require('./helpers');
 
 /** Starts getppid_loop for `n` calls, waiting on stdin. */
 function loop(n) {
@@ -140,4 +140,29 @@ test('an exception in a callback is an uncaughtException; delivery goes on', asy
   const code = await new Promise((resolve) => child.on('exit', resolve));
   assert.strictEqual(code, 0);
   assert.deepStrictEqual(JSON.parse(out), { calls: 5, caught: 5 });
+});
+
+test('batch: true hands over whole batches: (data, ends), every record once', async (t) => {
+  const N = 100_000;
+  const { child, exited, go } = loop(N);
+  const obj = streamer(child.pid);
+  t.after(() => obj.close());
+  const seqs = [];
+  let calls = 0;
+  const rb = obj.getMap('events').openRingBuffer((data, ends) => {
+    calls++;
+    let start = 0;
+    for (const end of ends) {
+      seqs.push(Number(data.readBigUInt64LE(start + 16)));
+      start = end;
+    }
+  }, { batch: true });
+  throwsCode(assert, () => obj.getMap('events').openRingBuffer(() => {}, { batch: true, type: 'stream_event' }), 'ERR_BPF_INVALID_VALUE', /batch and type do not go together/);
+  go();
+  await exited;
+  await waitFor(() => seqs.length >= N, 5000);
+  rb.close();
+  assert.strictEqual(seqs.length, N);
+  checkSeqs(seqs, N);
+  assert.ok(calls < N / 10, `${calls} calls for ${N} records`);
 });

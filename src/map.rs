@@ -483,8 +483,10 @@ impl BpfMap {
 
   /// Streams the records of a BPF_MAP_TYPE_RINGBUF map: `callback(record)`
   /// once per record, on the main thread, in order. With `type`, records
-  /// are decoded into objects; without, they are Buffers.
-  #[napi(ts_args_type = "callback: (record: any) => void, options?: RingBufferOptions")]
+  /// are decoded into objects; without, they are Buffers (views of the
+  /// batch: copy one to keep it); with `batch`, `callback(data, ends)` once
+  /// per batch.
+  #[napi(ts_args_type = "callback: (record: any, ends?: Uint32Array) => void, options?: RingBufferOptions")]
   pub fn open_ring_buffer(&self, env: Env, callback: Unknown<'_>, options: Option<RingBufferOptions<'_>>) -> Result<EventBuffer> {
     self.check_kind(MapType::RingBuf, "openRingBuffer", "BPF_MAP_TYPE_RINGBUF")?;
     let req = self.request(&env, callback, options.unwrap_or_default().into())?;
@@ -497,7 +499,7 @@ impl BpfMap {
   pub fn open_perf_buffer(&self, env: Env, callback: Unknown<'_>, options: Option<PerfBufferOptions<'_>>) -> Result<EventBuffer> {
     self.check_kind(MapType::PerfEventArray, "openPerfBuffer", "BPF_MAP_TYPE_PERF_EVENT_ARRAY")?;
     let options = options.unwrap_or_default();
-    let (page_count, wakeup_bytes) = (options.page_count.unwrap_or(64), options.wakeup_bytes);
+    let (page_count, wakeup_bytes) = (options.page_count.unwrap_or(buffer::DEFAULT_PERF_PAGES), options.wakeup_bytes);
     let req = self.request(&env, callback, options.into())?;
     Ok(buffer::open_perf(req, page_count, wakeup_bytes)?)
   }

@@ -104,14 +104,16 @@ pub struct DispatchTo<'a> {
   pub on_error: Option<Unknown<'a>>,
   pub per_cpu: bool,
   pub ty: Option<TypeId>,
+  /// One call per batch: `(data, ends[, cpus])`.
+  pub batch: bool,
 }
 
 /// A dispatcher for a buffer's batches (see runtime.js).
 pub fn dispatcher<'e>(env: &'e Env, to: DispatchTo<'e>) -> BpfResult<Function<'e, DispatchArgs, u32>> {
-  type Args<'a> = FnArgs<(Unknown<'a>, Option<Unknown<'a>>, bool, i32, Option<Unknown<'a>>)>;
+  type Args<'a> = FnArgs<(Unknown<'a>, Option<Unknown<'a>>, bool, i32, Option<Unknown<'a>>, bool)>;
   let f = method::<Args<'e>, Function<'e, DispatchArgs, u32>>(env, "dispatcher")?;
   let ty = to.ty.map_or(-1, |t| t.0);
-  Ok(f.call((to.callback, to.lost, to.per_cpu, ty, to.on_error).into())?)
+  Ok(f.call((to.callback, to.lost, to.per_cpu, ty, to.on_error, to.batch).into())?)
 }
 
 /// `iterable[Symbol.iterator]()`.

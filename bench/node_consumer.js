@@ -1,0 +1,162 @@
+'use strict';
+// The benchmark's node-libbpf consumers of bench/.build/bench.bpf.o (the same
+// object as the C consumer). Started by bench/run.js:
+//
+//   node bench/node_consumer.js MODE OBJ PID N
+//
+//   ring-typed        BPF_RB_NO_WAKEUP; the callback gets decoded objects ({ type: 'event' })
+//   ring-typed-wakeup default (adaptive) ring wakeups; decoded objects
+//   ring-raw          BPF_RB_NO_WAKEUP; the callback gets Buffers
+//   ring-batch        BPF_RB_NO_WAKEUP; { batch: true }: one call per batch (data, ends), if the
+//                     library has that option (bench/proposed.patch); else exits with "no batch API"
+//   perf-typed        perf buffer with the library's defaults (64 pages, wakeup at a quarter)
+//   perf-typed-256    perf buffer, pageCount 256 (1 MiB per CPU; the default bench/proposed.patch proposes)
+//   perf-typed-wake1  perf buffer as the C consumer: 64 pages, woken for every record (wakeupBytes 1)
+//   backpressure      BPF_RB_NO_WAKEUP; decoded objects; 20 µs of work per record
+//
+// Prints "ready" once attached. After SIGUSR1 (the load generator is done)
+// it waits until received + lost == N or nothing came for 500 ms, then
+// prints one JSON line (as bench/consumer.c, plus RSS figures).
+const fs = require('node:fs');
+const path = require('node:path');
+// BENCH_LIB: another build of node-libbpf (bench/run.js --patched DIR)
+const bpf = require(process.env.BENCH_LIB || path.join(__dirname, '..'));
+
+const [mode, objPath, pidArg, nArg] = process.argv.slice(2);
+const pid = Number(pidArg);
+const N = Number(nArg);
+const MODES = ['ring-typed', 'ring-typed-wakeup', 'ring-raw', 'ring-batch', 'perf-typed', 'perf-typed-256', 'perf-typed-wake1', 'backpressure'];
+if (!MODES.includes(mode) || !objPath || !(pid > 0) || !(N > 0)) {
+  console.error(`usage: node node_consumer.js ${MODES.join('|')} OBJ PID N`);
+  process.exit(2);
+}
+
+const SINK_RING = 1;
+const SINK_PERF = 2;
+const perf = mode.startsWith('perf');
+const seen = new Uint8Array(N);
+let received = 0;
+let unique = 0;
+let firstTs = 0n;
+let lastNs = 0n;
+let stampPending = false;
+let peakRss = 0;
+
+// the time after each batch's last record (one setImmediate per batch, not
+// a clock read per record)
+const stamp = () => {
+  stampPending = false;
+  lastNs = process.hrtime.bigint();
+};
+const count = (seq, ts) => {
+  if (received++ === 0) firstTs = ts;
+  if (seq < N && seen[seq] === 0) {
+    seen[seq] = 1;
+    unique++;
+  }
+  if (!stampPending) {
+    stampPending = true;
+    setImmediate(stamp);
+  }
+};
+
+const obj = bpf.loadBpfProgram(objPath);
+obj.setGlobalVariable('target_pid', pid);
+obj.setGlobalVariable('sink', perf ? SINK_PERF : SINK_RING);
+obj.setGlobalVariable('no_wakeup', mode !== 'ring-typed-wakeup');
+obj.attachTracepoint('syscalls', 'sys_enter_getppid', 'handle_getppid');
+
+let buffer;
+switch (mode) {
+  case 'ring-typed':
+  case 'ring-typed-wakeup':
+    buffer = obj.getMap('events').openRingBuffer((e) => count(Number(e.seq), e.ts), { type: 'event' });
+    break;
+  case 'ring-raw':
+    buffer = obj.getMap('events').openRingBuffer((b) => count(b.readUInt32LE(16) + b.readUInt32LE(20) * 4294967296, firstTs === 0n ? b.readBigUInt64LE(8) : 0n));
+    break;
+  case 'ring-batch':
+    buffer = obj.getMap('events').openRingBuffer((data, ends) => {
+      if (!(ends instanceof Uint32Array)) {
+        console.error('no batch API: this build of node-libbpf ignores { batch: true } (see bench/proposed.patch)');
+        process.exit(3);
+      }
+      const dv = new DataView(data.buffer, data.byteOffset, data.length);
+      let start = 0;
+      for (let i = 0; i < ends.length; i++) {
+        count(dv.getUint32(start + 16, true) + dv.getUint32(start + 20, true) * 4294967296, firstTs === 0n ? dv.getBigUint64(start + 8, true) : 0n);
+        start = ends[i];
+      }
+    }, { batch: true });
+    break;
+  case 'perf-typed':
+    // BENCH_PERF_PAGES: try another pageCount with the other defaults
+    buffer = obj.getMap('perf_events').openPerfBuffer((cpu, e) => count(Number(e.seq), e.ts), { type: 'event', ...(process.env.BENCH_PERF_PAGES ? { pageCount: Number(process.env.BENCH_PERF_PAGES) } : {}) });
+    break;
+  case 'perf-typed-256':
+    buffer = obj.getMap('perf_events').openPerfBuffer((cpu, e) => count(Number(e.seq), e.ts), { type: 'event', pageCount: 256 });
+    break;
+  case 'perf-typed-wake1':
+    buffer = obj.getMap('perf_events').openPerfBuffer((cpu, e) => count(Number(e.seq), e.ts), { type: 'event', pageCount: 64, wakeupBytes: 1 });
+    break;
+  case 'backpressure': {
+    const hr = process.hrtime.bigint;
+    buffer = obj.getMap('events').openRingBuffer((e) => {
+      count(Number(e.seq), e.ts);
+      const until = hr() + 20_000n; // 20 µs of work
+      while (hr() < until);
+      if ((received & 4095) === 0) peakRss = Math.max(peakRss, process.memoryUsage.rss());
+    }, { type: 'event' });
+    break;
+  }
+}
+
+const kernelLost = () => {
+  const s = obj.getGlobalVariable('stats', { int64: 'number' });
+  // perf: the kernel's PERF_RECORD_LOST counts are in buffer.lost (perf_errors counts the same drops)
+  return perf ? 0 : s.ring_full;
+};
+const rssAtReady = process.memoryUsage.rss();
+const cpuAtReady = process.cpuUsage();
+peakRss = rssAtReady;
+process.stdout.write('ready\n');
+
+let finishing = false;
+process.on('SIGUSR1', () => {
+  if (finishing) return;
+  finishing = true;
+  let last = -1;
+  let quietSince = Date.now();
+  const check = () => {
+    peakRss = Math.max(peakRss, process.memoryUsage.rss());
+    if (received !== last) {
+      last = received;
+      quietSince = Date.now();
+    }
+    const lost = buffer.lost + kernelLost();
+    if (received + lost >= N || Date.now() - quietSince > 500) {
+      // VmHWM: the peak RSS of the whole process, whatever sampled it
+      const hwm = Number(/VmHWM:\s+(\d+)/.exec(fs.readFileSync('/proc/self/status', 'utf8'))[1]) * 1024;
+      const out = {
+        received,
+        lost,
+        missing: N - unique,
+        first_ts: Number(firstTs),
+        last_ns: Number(lastNs),
+        cpu_s: (() => {
+          const c = process.cpuUsage(cpuAtReady);
+          return +((c.user + c.system) / 1e6).toFixed(3);
+        })(),
+        ...(perf ? { perf_errors: obj.getGlobalVariable('stats', { int64: 'number' }).perf_errors } : { ring_full: obj.getGlobalVariable('stats', { int64: 'number' }).ring_full }),
+        rss_ready_mb: +(rssAtReady / 2 ** 20).toFixed(1),
+        rss_growth_mb: +((Math.max(peakRss, hwm) - rssAtReady) / 2 ** 20).toFixed(1),
+      };
+      buffer.close();
+      obj.close();
+      process.stdout.write(`${JSON.stringify(out)}\n`);
+      return;
+    }
+    setTimeout(check, 20);
+  };
+  check();
+});
