@@ -7,10 +7,10 @@
 //   ring-typed        BPF_RB_NO_WAKEUP; the callback gets decoded objects ({ type: 'event' })
 //   ring-typed-wakeup default (adaptive) ring wakeups; decoded objects
 //   ring-raw          BPF_RB_NO_WAKEUP; the callback gets Buffers
-//   ring-batch        BPF_RB_NO_WAKEUP; { batch: true }: one call per batch (data, ends), if the
-//                     library has that option (bench/proposed.patch); else exits with "no batch API"
+//   ring-batch        BPF_RB_NO_WAKEUP; { batch: true }: one call per batch (data, ends); a build
+//                     without that option exits with "no batch API"
 //   perf-typed        perf buffer with the library's defaults (64 pages, wakeup at a quarter)
-//   perf-typed-256    perf buffer, pageCount 256 (1 MiB per CPU; the default bench/proposed.patch proposes)
+//   perf-typed-64     perf buffer, pageCount 64 (256 KiB per CPU, the default before the batch API)
 //   perf-typed-wake1  perf buffer as the C consumer: 64 pages, woken for every record (wakeupBytes 1)
 //   backpressure      BPF_RB_NO_WAKEUP; decoded objects; 20 µs of work per record
 //
@@ -25,7 +25,7 @@ const bpf = require(process.env.BENCH_LIB || path.join(__dirname, '..'));
 const [mode, objPath, pidArg, nArg] = process.argv.slice(2);
 const pid = Number(pidArg);
 const N = Number(nArg);
-const MODES = ['ring-typed', 'ring-typed-wakeup', 'ring-raw', 'ring-batch', 'perf-typed', 'perf-typed-256', 'perf-typed-wake1', 'backpressure'];
+const MODES = ['ring-typed', 'ring-typed-wakeup', 'ring-raw', 'ring-batch', 'perf-typed', 'perf-typed-64', 'perf-typed-wake1', 'backpressure'];
 if (!MODES.includes(mode) || !objPath || !(pid > 0) || !(N > 0)) {
   console.error(`usage: node node_consumer.js ${MODES.join('|')} OBJ PID N`);
   process.exit(2);
@@ -78,7 +78,7 @@ switch (mode) {
   case 'ring-batch':
     buffer = obj.getMap('events').openRingBuffer((data, ends) => {
       if (!(ends instanceof Uint32Array)) {
-        console.error('no batch API: this build of node-libbpf ignores { batch: true } (see bench/proposed.patch)');
+        console.error('no batch API: this build of node-libbpf ignores { batch: true }');
         process.exit(3);
       }
       const dv = new DataView(data.buffer, data.byteOffset, data.length);
@@ -93,8 +93,8 @@ switch (mode) {
     // BENCH_PERF_PAGES: try another pageCount with the other defaults
     buffer = obj.getMap('perf_events').openPerfBuffer((cpu, e) => count(Number(e.seq), e.ts), { type: 'event', ...(process.env.BENCH_PERF_PAGES ? { pageCount: Number(process.env.BENCH_PERF_PAGES) } : {}) });
     break;
-  case 'perf-typed-256':
-    buffer = obj.getMap('perf_events').openPerfBuffer((cpu, e) => count(Number(e.seq), e.ts), { type: 'event', pageCount: 256 });
+  case 'perf-typed-64':
+    buffer = obj.getMap('perf_events').openPerfBuffer((cpu, e) => count(Number(e.seq), e.ts), { type: 'event', pageCount: 64 });
     break;
   case 'perf-typed-wake1':
     buffer = obj.getMap('perf_events').openPerfBuffer((cpu, e) => count(Number(e.seq), e.ts), { type: 'event', pageCount: 64, wakeupBytes: 1 });
