@@ -55,6 +55,22 @@ function throwsCode(assert, fn, code, re) {
   });
 }
 
+/** Two paths in a new directory: one file that exists, one that does not. */
+function twoFiles() {
+  const os = require('node:os');
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'node-libbpf-open-'));
+  const files = { dir, present: path.join(dir, 'present'), missing: path.join(dir, 'missing') };
+  fs.writeFileSync(files.present, 'x');
+  return files;
+}
+
+/** Opens the existing file `k` times and the missing one `k` times (openat, from this thread). */
+function openBoth({ present, missing }, k) {
+  const assert = require('node:assert');
+  for (let i = 0; i < k; i++) fs.closeSync(fs.openSync(present, 'r'));
+  for (let i = 0; i < k; i++) assert.throws(() => fs.openSync(missing, 'r'), { code: 'ENOENT' });
+}
+
 /**
  * Starts an example script (`node script ...args`) that prints `Tracing ...`
  * on stderr once attached: `ready` resolves then, `exited` when it ends
@@ -84,4 +100,4 @@ function startExample(script, args, timeoutMs) {
   return { child, out, ready, exited, stop: () => (child.kill('SIGTERM'), exited) };
 }
 
-module.exports = { bpf, root, objectPath, buildFixture, sleep, waitFor, kernelIds, added, throwsCode, startExample };
+module.exports = { bpf, root, objectPath, buildFixture, sleep, waitFor, kernelIds, added, throwsCode, startExample, twoFiles, openBoth };

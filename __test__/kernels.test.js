@@ -10,7 +10,7 @@ const assert = require('node:assert');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { bpf, objectPath, waitFor, throwsCode } = require('./helpers');
+const { bpf, objectPath, waitFor, throwsCode, twoFiles, openBoth } = require('./helpers');
 
 const K = 25;
 const ENOENT = 2;
@@ -33,20 +33,6 @@ function decode(data) {
     dfd: data.readInt32LE(20),
     filename: data.toString('utf8', 24, nul < 0 ? 24 + 256 : nul),
   };
-}
-
-/** Two paths in a new directory: one file that exists, one that does not. */
-function twoFiles() {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'node-libbpf-kp-'));
-  const files = { dir, present: path.join(dir, 'present'), missing: path.join(dir, 'missing') };
-  fs.writeFileSync(files.present, 'x');
-  return files;
-}
-
-/** Opens the existing file K times and the missing one K times (openat, from this thread). */
-function openBoth({ present, missing }) {
-  for (let i = 0; i < K; i++) fs.closeSync(fs.openSync(present, 'r'));
-  for (let i = 0; i < K; i++) assert.throws(() => fs.openSync(missing, 'r'), { code: 'ENOENT' });
 }
 
 /** kprobe_openat.bpf.o, filtering on this process. */
@@ -77,7 +63,7 @@ async function measure(obj, files) {
   const rb = obj.getMap('events').openRingBuffer((data) => events.push(decode(data)));
   const enters = obj.getGlobalVariable('enter_count');
   const exits = obj.getGlobalVariable('exit_count');
-  openBoth(files);
+  openBoth(files, K);
   // the programs ran synchronously inside this thread's syscalls
   assert.strictEqual(obj.getGlobalVariable('enter_count') - enters, BigInt(2 * K));
   assert.strictEqual(obj.getGlobalVariable('exit_count') - exits, BigInt(2 * K));
@@ -196,7 +182,7 @@ test('fentry/fexit on do_sys_openat2 count exactly the opens of this process', (
   assert.match(entry.target, /fentry\/do_sys_openat2/);
   const files = twoFiles();
   const before = [obj.getGlobalVariable('fentry_hits'), obj.getGlobalVariable('fexit_hits')];
-  openBoth(files);
+  openBoth(files, K);
   assert.strictEqual(obj.getGlobalVariable('fentry_hits') - before[0], BigInt(2 * K));
   assert.strictEqual(obj.getGlobalVariable('fexit_hits') - before[1], BigInt(2 * K));
   obj.detachAll();

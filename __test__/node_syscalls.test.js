@@ -1,4 +1,5 @@
 'use strict';
+const { startExample } = require('./helpers');
 // examples/node_syscalls.js on its web service workload: the report names
 // the file it serves and the endpoint it connects to, and its openat and
 // connect histograms count what the workload did.
@@ -15,28 +16,11 @@ const TIMEOUT_MS = 60_000;
 const skip = process.getuid?.() !== 0 ? 'node_syscalls loads BPF programs: run the tests as root' : false;
 if (skip) console.log(`# skipping node_syscalls.test.js: ${skip}`);
 
-/** Runs node_syscalls with `args`; `ready` resolves once it traces. */
-function run(args) {
-  const child = spawn(process.execPath, [SCRIPT, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  let onReady;
-  const ready = new Promise((resolve) => (onReady = resolve));
-  child.stdout.setEncoding('utf8').on('data', (d) => (stdout += d));
-  child.stderr.setEncoding('utf8').on('data', (d) => {
-    stderr += d;
-    if (/^Tracing /m.test(stderr)) onReady();
-  });
-  const timer = setTimeout(() => child.kill('SIGKILL'), TIMEOUT_MS);
-  const done = new Promise((resolve) =>
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      onReady();
-      resolve({ code, stdout, stderr });
-    }),
-  );
-  return { child, ready, done };
-}
+/** Runs the tool with `args`: `ready` once it traces, `done` when it ends. */
+const run = (args) => {
+  const tool = startExample(SCRIPT, args, TIMEOUT_MS);
+  return { ...tool, done: tool.exited };
+};
 
 /** The sections of a text report: its syscalls table, histograms and the files and endpoints tables. */
 function parseReport(text) {

@@ -9,7 +9,7 @@ const { spawn } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { buildFixture } = require('./helpers');
+const { buildFixture, startExample } = require('./helpers');
 
 const SCRIPT = path.join(__dirname, '..', 'examples', 'stackcount.js');
 const TIMEOUT_MS = 60_000;
@@ -22,28 +22,11 @@ if (skip) console.log(`# skipping stackcount.test.js: ${skip}`);
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'stackcount-test-'));
 after(() => fs.rmSync(tmp, { recursive: true, force: true }));
 
-/** Runs stackcount with `args`; `ready` resolves once it traces. */
-function run(args) {
-  const child = spawn(process.execPath, [SCRIPT, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  let onReady;
-  const ready = new Promise((resolve) => (onReady = resolve));
-  child.stdout.setEncoding('utf8').on('data', (d) => (stdout += d));
-  child.stderr.setEncoding('utf8').on('data', (d) => {
-    stderr += d;
-    if (/^Tracing /m.test(stderr)) onReady();
-  });
-  const timer = setTimeout(() => child.kill('SIGKILL'), TIMEOUT_MS);
-  const done = new Promise((resolve) =>
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      onReady();
-      resolve({ code, stdout, stderr });
-    }),
-  );
-  return { child, ready, done };
-}
+/** Runs the tool with `args`: `ready` once it traces, `done` when it ends. */
+const run = (args) => {
+  const tool = startExample(SCRIPT, args, TIMEOUT_MS);
+  return { ...tool, done: tool.exited };
+};
 
 /** The stacks of the text output: `{ kernel: [], user: [], comm, pid, count }`, in order. */
 function parseStacks(stdout) {

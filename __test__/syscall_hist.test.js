@@ -6,7 +6,7 @@ const { describe, test } = require('node:test');
 const assert = require('node:assert/strict');
 const { spawn } = require('node:child_process');
 const path = require('node:path');
-const { buildFixture } = require('./helpers');
+const { buildFixture, startExample } = require('./helpers');
 
 const SCRIPT = path.join(__dirname, '..', 'examples', 'syscall_hist.js');
 const TIMEOUT_MS = 60_000;
@@ -15,28 +15,11 @@ const K = 10;
 const skip = process.getuid?.() !== 0 ? 'syscall_hist loads BPF programs: run the tests as root' : false;
 if (skip) console.log(`# skipping syscall_hist.test.js: ${skip}`);
 
-/** Runs syscall_hist with `args`; `ready` resolves once it traces. */
-function run(args) {
-  const child = spawn(process.execPath, [SCRIPT, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  let onReady;
-  const ready = new Promise((resolve) => (onReady = resolve));
-  child.stdout.setEncoding('utf8').on('data', (d) => (stdout += d));
-  child.stderr.setEncoding('utf8').on('data', (d) => {
-    stderr += d;
-    if (/^Tracing /m.test(stderr)) onReady();
-  });
-  const timer = setTimeout(() => child.kill('SIGKILL'), TIMEOUT_MS);
-  const done = new Promise((resolve) =>
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      onReady();
-      resolve({ code, stdout, stderr });
-    }),
-  );
-  return { child, ready, done };
-}
+/** Runs the tool with `args`: `ready` once it traces, `done` when it ends. */
+const run = (args) => {
+  const tool = startExample(SCRIPT, args, TIMEOUT_MS);
+  return { ...tool, done: tool.exited };
+};
 
 /** syscall_hist --pid on the sleeping fixture, to the fixture's exit. */
 async function histOfSleeps(args) {

@@ -6,7 +6,7 @@ const assert = require('node:assert');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { bpf, objectPath, waitFor } = require('./helpers');
+const { bpf, objectPath, waitFor, twoFiles, openBoth } = require('./helpers');
 
 const K = 25;
 const ENOENT = 2;
@@ -22,20 +22,6 @@ function decode(data) {
     sink: data.readUInt32LE(20),
     filename: data.toString('utf8', 24, nul < 0 ? 24 + 256 : nul),
   };
-}
-
-/** Two paths in a new directory: one file that exists, one that does not. */
-function twoFiles() {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'node-libbpf-tp-'));
-  const files = { dir, present: path.join(dir, 'present'), missing: path.join(dir, 'missing') };
-  fs.writeFileSync(files.present, 'x');
-  return files;
-}
-
-/** Opens the existing file K times and the missing one K times. */
-function openBoth({ present, missing }) {
-  for (let i = 0; i < K; i++) fs.closeSync(fs.openSync(present, 'r'));
-  for (let i = 0; i < K; i++) assert.throws(() => fs.openSync(missing, 'r'), { code: 'ENOENT' });
 }
 
 /** Loads openat.bpf.o for this process, sending to `sinks` (1 ring, 2 perf). */
@@ -70,7 +56,7 @@ test('openat pairs of this process arrive through a ring buffer, exactly K per f
   t.after(() => obj.close());
   const events = [];
   const rb = obj.getMap('rb_events').openRingBuffer((data) => events.push(decode(data)));
-  openBoth(files);
+  openBoth(files, K);
   await waitFor(() => events.filter((e) => e.filename.startsWith(files.dir)).length >= 2 * K);
   rb.close();
   checkEvents(events, files);
@@ -93,7 +79,7 @@ test('openat pairs of this process arrive through a perf buffer, with the CPU', 
     },
     { lost: (cpu, n) => lost.push([cpu, n]) },
   );
-  openBoth(files);
+  openBoth(files, K);
   await waitFor(() => events.filter((e) => e.filename.startsWith(files.dir)).length >= 2 * K);
   pb.close();
   checkEvents(events, files);
@@ -109,7 +95,7 @@ test('the .bss counters match the openat calls this process made', async (t) => 
   const enters = obj.getGlobalVariable('enter_count');
   const exits = obj.getGlobalVariable('exit_count');
   assert.strictEqual(typeof enters, 'bigint');
-  openBoth(files);
+  openBoth(files, K);
   // the programs ran synchronously inside this thread's own syscalls
   assert.strictEqual(obj.getGlobalVariable('enter_count') - enters, BigInt(2 * K));
   assert.strictEqual(obj.getGlobalVariable('exit_count') - exits, BigInt(2 * K));
