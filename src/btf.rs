@@ -171,8 +171,7 @@ fn layout_at(btf: &Btf<'_>, ty: BtfType<'_>, depth: usize) -> Value {
       match int.encoding {
         types::IntEncoding::Bool => json!({"kind": "bool", "size": size}),
         types::IntEncoding::Signed => json!({"kind": "int", "size": size, "signed": true}),
-        // clang marks char CHAR on some targets: it is signed on x86 and arm64 Linux... for
-        // arm64 it is unsigned; either way a lone char reads as a small number
+        // a lone `char` (CHAR encoding): signed on x86-64 Linux, unsigned on arm64
         types::IntEncoding::Char => json!({"kind": "int", "size": size, "signed": cfg!(target_arch = "x86_64")}),
         types::IntEncoding::None => json!({"kind": "int", "size": size, "signed": false}),
       }
