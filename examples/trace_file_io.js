@@ -4,7 +4,6 @@
 //   node examples/trace_file_io.js [--pid N] [--duration S] [--json]
 const fs = require('fs');
 const path = require('path');
-const bpf = require(path.join(__dirname, '..'));
 const tools = require(path.join(__dirname, '..', 'lib', 'tools'));
 
 // enum file_io_syscall (bpf/file_io.h): how records name the call
@@ -44,40 +43,18 @@ function details(e) {
   return `${ret} file=${e.filename} flags=${e.flags}${mode}`;
 }
 
-async function main() {
-  const opts = tools.parseArgs('Prints every openat, read, write and close of a process, with its latency.');
-  const target = await tools.traceTarget(opts, path.join(__dirname, 'workloads', 'file_io.js'));
-  const summary = new tools.LatencySummary(Object.values(SYSCALLS));
-  let obj, events;
-  try {
-    obj = bpf.loadBpfProgram(path.join(__dirname, '..', 'bpf', '.output', 'file_io.bpf.o'));
-    obj.setGlobalVariable('target_pid', target.pid);
-    for (const name of Object.values(SYSCALLS)) {
-      obj.attachTracepoint('syscalls', `sys_enter_${name}`, obj.programs[`handle_enter_${name}`]);
-      obj.attachTracepoint('syscalls', `sys_exit_${name}`, obj.programs[`handle_exit_${name}`]);
-    }
-    events = obj.getMap('events').openPerfBuffer(
-      (cpu, record) => {
-        const event = toEvent(record);
-        summary.add(event.syscall, event.duration_ns);
-        tools.printEvent(opts, event, details);
-      },
-      {
-        type: 'file_io_event',
-        int64: 'number', // duration_ns and ret as numbers (exact: far below 2^53)
-        lost: (cpu, count) => console.error(`lost ${count} records on CPU ${cpu}`),
-      },
-    );
-    await tools.untilStopped(opts, target);
-  } finally {
-    events?.close();
-    obj?.close();
-    target.stop();
-  }
-  summary.print(opts);
-}
-
-main().catch((err) => {
-  console.error(`trace_file_io: ${err.code ? `${err.code}: ` : ''}${err.message}`);
-  process.exitCode = 1;
-});
+tools
+  .traceSyscalls({
+    description: 'Prints every openat, read, write and close of a process, with its latency.',
+    object: 'file_io',
+    workload: 'file_io.js',
+    syscalls: Object.values(SYSCALLS),
+    buffer: 'perf',
+    type: 'file_io_event',
+    toEvent,
+    details,
+  })
+  .catch((err) => {
+    console.error(`trace_file_io: ${err.code ? `${err.code}: ` : ''}${err.message}`);
+    process.exitCode = 1;
+  });

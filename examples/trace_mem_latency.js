@@ -4,7 +4,6 @@
 // buffer. Needs root.
 //   node examples/trace_mem_latency.js [--pid N] [--duration S] [--json]
 const path = require('path');
-const bpf = require(path.join(__dirname, '..'));
 const tools = require(path.join(__dirname, '..', 'lib', 'tools'));
 
 // enum mem_syscall (bpf/mem_latency.h): how records name the call
@@ -58,41 +57,19 @@ function details(e) {
   return `(ret=${ret}) ${range}`;
 }
 
-async function main() {
-  const opts = tools.parseArgs('Prints every mmap, munmap and madvise of a process, with its latency.');
-  const target = await tools.traceTarget(opts, path.join(__dirname, 'workloads', 'mem.js'), ['--expose-gc']);
-  const summary = new tools.LatencySummary(Object.values(SYSCALLS));
-  let obj, events;
-  try {
-    obj = bpf.loadBpfProgram(path.join(__dirname, '..', 'bpf', '.output', 'mem_latency.bpf.o'));
-    obj.setGlobalVariable('target_pid', target.pid);
-    for (const name of Object.values(SYSCALLS)) {
-      obj.attachTracepoint('syscalls', `sys_enter_${name}`, obj.programs[`handle_enter_${name}`]);
-      obj.attachTracepoint('syscalls', `sys_exit_${name}`, obj.programs[`handle_exit_${name}`]);
-    }
-    events = obj.getMap('events').openRingBuffer(
-      (record) => {
-        const event = toEvent(record);
-        summary.add(event.syscall, event.duration_ns);
-        tools.printEvent(opts, event, details);
-      },
-      {
-        type: 'mem_event',
-        // addresses, lengths and durations as numbers: user-space addresses are below 2^53
-        int64: 'number',
-        lost: (count) => console.error(`lost ${count} records`),
-      },
-    );
-    await tools.untilStopped(opts, target);
-  } finally {
-    events?.close();
-    obj?.close();
-    target.stop();
-  }
-  summary.print(opts);
-}
-
-main().catch((err) => {
-  console.error(`trace_mem_latency: ${err.code ? `${err.code}: ` : ''}${err.message}`);
-  process.exitCode = 1;
-});
+tools
+  .traceSyscalls({
+    description: 'Prints every mmap, munmap and madvise of a process, with its latency.',
+    object: 'mem_latency',
+    workload: 'mem.js',
+    nodeArgs: ['--expose-gc'],
+    syscalls: Object.values(SYSCALLS),
+    buffer: 'ring',
+    type: 'mem_event',
+    toEvent,
+    details,
+  })
+  .catch((err) => {
+    console.error(`trace_mem_latency: ${err.code ? `${err.code}: ` : ''}${err.message}`);
+    process.exitCode = 1;
+  });

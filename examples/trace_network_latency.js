@@ -4,7 +4,6 @@
 //   node examples/trace_network_latency.js [--pid N] [--duration S] [--json]
 const net = require('net');
 const path = require('path');
-const bpf = require(path.join(__dirname, '..'));
 const tools = require(path.join(__dirname, '..', 'lib', 'tools'));
 
 // enum net_syscall (bpf/net_latency.h): how records name the call
@@ -52,40 +51,18 @@ function details(e) {
   return `${ret} fd=${e.fd} to ${e.family === 'AF_INET6' ? `[${e.addr}]` : e.addr}:${e.port}`;
 }
 
-async function main() {
-  const opts = tools.parseArgs('Prints every socket and connect of a process, with its latency and destination.');
-  const target = await tools.traceTarget(opts, path.join(__dirname, 'workloads', 'net.js'));
-  const summary = new tools.LatencySummary(Object.values(SYSCALLS));
-  let obj, events;
-  try {
-    obj = bpf.loadBpfProgram(path.join(__dirname, '..', 'bpf', '.output', 'net_latency.bpf.o'));
-    obj.setGlobalVariable('target_pid', target.pid);
-    for (const name of Object.values(SYSCALLS)) {
-      obj.attachTracepoint('syscalls', `sys_enter_${name}`, obj.programs[`handle_enter_${name}`]);
-      obj.attachTracepoint('syscalls', `sys_exit_${name}`, obj.programs[`handle_exit_${name}`]);
-    }
-    events = obj.getMap('events').openRingBuffer(
-      (record) => {
-        const event = toEvent(record);
-        summary.add(event.syscall, event.duration_ns);
-        tools.printEvent(opts, event, details);
-      },
-      {
-        type: 'net_event',
-        int64: 'number', // duration_ns and ret as numbers (exact: far below 2^53)
-        lost: (count) => console.error(`lost ${count} records`),
-      },
-    );
-    await tools.untilStopped(opts, target);
-  } finally {
-    events?.close();
-    obj?.close();
-    target.stop();
-  }
-  summary.print(opts);
-}
-
-main().catch((err) => {
-  console.error(`trace_network_latency: ${err.code ? `${err.code}: ` : ''}${err.message}`);
-  process.exitCode = 1;
-});
+tools
+  .traceSyscalls({
+    description: 'Prints every socket and connect of a process, with its latency and destination.',
+    object: 'net_latency',
+    workload: 'net.js',
+    syscalls: Object.values(SYSCALLS),
+    buffer: 'ring',
+    type: 'net_event',
+    toEvent,
+    details,
+  })
+  .catch((err) => {
+    console.error(`trace_network_latency: ${err.code ? `${err.code}: ` : ''}${err.message}`);
+    process.exitCode = 1;
+  });

@@ -381,7 +381,51 @@ function round(us) {
   return Math.round(us * 1000) / 1000;
 }
 
+/**
+ * The whole of a syscall latency tracer, as the article's three examples
+ * are: the object `bpf/.output/<object>.bpf.o` with `handle_enter_<name>`
+ * and `handle_exit_<name>` programs per syscall and a ring or perf buffer
+ * map `events` of struct `type`, a `target_pid` global, and `toEvent`
+ * (record -> what to print, with `syscall` and `duration_ns`) and `details`
+ * (event -> the text after "took N ms"). Prints one line per call and the
+ * latency summary at the end.
+ */
+async function traceSyscalls({ description, object, workload, nodeArgs = [], syscalls, buffer, type, toEvent, details }) {
+  const bpf = require('..');
+  const opts = parseArgs(description);
+  const target = await traceTarget(opts, path.join(__dirname, '..', 'examples', 'workloads', workload), nodeArgs);
+  const summary = new LatencySummary(syscalls);
+  let obj, events;
+  try {
+    obj = bpf.loadBpfProgram(path.join(__dirname, '..', 'bpf', '.output', `${object}.bpf.o`));
+    obj.setGlobalVariable('target_pid', target.pid);
+    for (const name of syscalls) {
+      obj.attachTracepoint('syscalls', `sys_enter_${name}`, obj.programs[`handle_enter_${name}`]);
+      obj.attachTracepoint('syscalls', `sys_exit_${name}`, obj.programs[`handle_exit_${name}`]);
+    }
+    const onRecord = (record) => {
+      const event = toEvent(record);
+      summary.add(event.syscall, event.duration_ns);
+      printEvent(opts, event, details);
+    };
+    // durations, returns and user-space addresses as numbers: exact, far below 2^53
+    const options = { type, int64: 'number' };
+    const map = obj.getMap('events');
+    events =
+      buffer === 'perf'
+        ? map.openPerfBuffer((cpu, record) => onRecord(record), { ...options, lost: (cpu, n) => console.error(`lost ${n} records on CPU ${cpu}`) })
+        : map.openRingBuffer(onRecord, { ...options, lost: (n) => console.error(`lost ${n} records`) });
+    await untilStopped(opts, target);
+  } finally {
+    events?.close();
+    obj?.close();
+    target.stop();
+  }
+  summary.print(opts);
+}
+
 module.exports = {
+  traceSyscalls,
   parseArgs,
   seconds,
   intervalOption,
