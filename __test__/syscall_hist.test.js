@@ -103,9 +103,11 @@ describe('examples/syscall_hist.js', { skip, timeout: 5 * TIMEOUT_MS }, () => {
   });
 
   test('bad options are usage errors', async () => {
-    for (const args of [['--linear', '10,5,1'], ['--unit', 's'], ['-s', 'nosuchcall']]) {
+    for (const args of [['--linear', '10,5,1'], ['--linear', '0,1000,1'], ['--unit', 's'], ['-s', 'nosuchcall']]) {
       const { code, stderr } = await run(['--pid', String(process.pid), ...args]).done;
       assert.equal(code, 2, `${args.join(' ')}: ${stderr}`);
     }
+    const { stderr } = await run(['--pid', String(process.pid), '--linear', '0,1000,1']).done;
+    assert.match(stderr, /1000 steps; at most 64/);
   });
 });

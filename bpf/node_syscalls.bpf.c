@@ -87,6 +87,17 @@ static __always_inline void enter_connect(__u32 tid, const void *uaddr, __u32 ad
 	bpf_map_update_elem(&connecting, &tid, &e, BPF_ANY);
 }
 
+/* the value at key, created as zero when missing (another CPU may create it first) */
+static __always_inline void *lookup_or_init(void *map, const void *key, const void *zero)
+{
+	void *value = bpf_map_lookup_elem(map, key);
+
+	if (value)
+		return value;
+	bpf_map_update_elem(map, key, zero, BPF_NOEXIST);
+	return bpf_map_lookup_elem(map, key);
+}
+
 static __always_inline void count_call(void *map, const void *key, bool error)
 {
 	static const struct node_calls zero = {};

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /* Per-syscall latency histograms counted in the kernel, from the raw
- * tracepoints sys_enter and sys_exit: one start per thread at entry, a
- * histogram slot and the stats bumped at exit. Included by
- * syscall_hist.bpf.c and node_syscalls.bpf.c; read by lib/syscalls.js. */
+ * tracepoints sys_enter and sys_exit: the start kept in the thread's task
+ * storage at entry, the syscall's count, time and histogram slot bumped at
+ * exit. Included by syscall_hist.bpf.c and node_syscalls.bpf.c; read by
+ * lib/syscalls.js. */
 #ifndef __SYSCALL_HIST_BPF_H
 #define __SYSCALL_HIST_BPF_H
 
@@ -21,16 +22,18 @@ const volatile __u64 linear_max = 0;
 const volatile __u64 linear_step = 1;
 const volatile bool filter_syscalls = false;	/* only the syscalls set in traced_syscalls */
 
-/* a call in progress */
+/* the call a thread is in */
 struct syscall_start {
-	__u64 ts;
+	__u64 ts;			/* 0: none (or not traced) */
 	__u32 syscall;
 };
 
+/* task storage, not a hash keyed by thread: no insert and delete per call,
+ * and nothing left behind by a thread that exits inside a syscall */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 10240);
-	__type(key, __u32);		/* thread */
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
 	__type(value, struct syscall_start);
 } starts SEC(".maps");
 
@@ -41,59 +44,40 @@ struct {
 	__type(value, __u8);
 } traced_syscalls SEC(".maps");
 
+/* by syscall number, counting up from load: the reader takes differences (an
+ * array lookup is inlined by the JIT; one array, not per CPU, so that its size
+ * does not grow with the CPUs) */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 16384);
-	__type(key, struct syscall_hist_key);
-	__type(value, __u64);
-} hists SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, MAX_SYSCALLS);
 	__type(key, __u32);
-	__type(value, struct syscall_stats);
-} stats SEC(".maps");
+	__type(value, struct syscall_counts);
+} syscalls SEC(".maps");
 
 static __always_inline bool pid_traced(void)
 {
 	return !target_pid || (bpf_get_current_pid_tgid() >> 32) == target_pid;
 }
 
-static __always_inline bool syscall_traced(__u32 syscall)
-{
-	__u8 *on;
-
-	if (!pid_traced())
-		return false;
-	if (!filter_syscalls)
-		return true;
-	on = bpf_map_lookup_elem(&traced_syscalls, &syscall);
-	return on && *on;
-}
-
-/* the value at key, created as zero when missing (another CPU may create it first) */
-static __always_inline void *lookup_or_init(void *map, const void *key, const void *zero)
-{
-	void *value = bpf_map_lookup_elem(map, key);
-
-	if (value)
-		return value;
-	bpf_map_update_elem(map, key, zero, BPF_NOEXIST);
-	return bpf_map_lookup_elem(map, key);
-}
-
 /* at sys_enter: remembers when this thread's call started; false when not traced */
 static __always_inline bool syscall_enter(__u32 syscall)
 {
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	struct syscall_start start;
+	struct syscall_start *start;
+	__u8 *on;
 
-	if (!syscall_traced(syscall))
+	if (!pid_traced() || syscall >= MAX_SYSCALLS)
 		return false;
-	start.syscall = syscall;
-	start.ts = bpf_ktime_get_ns();
-	bpf_map_update_elem(&starts, &tid, &start, BPF_ANY);
+	if (filter_syscalls) {
+		on = bpf_map_lookup_elem(&traced_syscalls, &syscall);
+		if (!on || !*on)
+			return false;
+	}
+	start = bpf_task_storage_get(&starts, bpf_get_current_task_btf(), 0,
+				     BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!start)
+		return false;
+	start->syscall = syscall;
+	start->ts = bpf_ktime_get_ns();
 	return true;
 }
 
@@ -101,37 +85,34 @@ static __always_inline bool syscall_enter(__u32 syscall)
  * the syscall number, or -1 when no call of this thread was started */
 static __always_inline long syscall_exit(long ret)
 {
-	static const struct syscall_stats zero_stats = {};
-	static const __u64 zero = 0;
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	struct syscall_hist_key key;
+	struct syscall_counts *counts;
 	struct syscall_start *start;
-	struct syscall_stats *st;
-	__u64 delta, value, *slot;
+	__u64 delta, value, slot;
+	__u32 syscall;
 
 	if (!pid_traced())
 		return -1;
-	start = bpf_map_lookup_elem(&starts, &tid);
-	if (!start)
+	start = bpf_task_storage_get(&starts, bpf_get_current_task_btf(), 0, 0);
+	if (!start || !start->ts)
 		return -1;
 	delta = bpf_ktime_get_ns() - start->ts;
-	key.syscall = start->syscall;
-	bpf_map_delete_elem(&starts, &tid);
+	syscall = start->syscall;
+	start->ts = 0;
 
+	counts = bpf_map_lookup_elem(&syscalls, &syscall);
+	if (!counts)
+		return -1;
 	value = delta / unit_ns;
-	key.slot = linear ? linear_slot(value, linear_min, linear_max, linear_step) : log2_slot(value);
-	slot = lookup_or_init(&hists, &key, &zero);
-	if (slot)
-		__sync_fetch_and_add(slot, 1);
-	st = lookup_or_init(&stats, &key.syscall, &zero_stats);
-	if (st) {
-		__sync_fetch_and_add(&st->count, 1);
-		__sync_fetch_and_add(&st->total_ns, delta);
-		/* a non-blocking call that would block, or is under way, did not fail */
-		if (ret < 0 && ret >= -4095 && ret != -EAGAIN && ret != -EINPROGRESS)
-			__sync_fetch_and_add(&st->errors, 1);
-	}
-	return key.syscall;
+	slot = linear ? linear_slot(value, linear_min, linear_max, linear_step) : log2_slot(value);
+	if (slot >= SYSCALL_HIST_SLOTS)	/* lib/syscalls.js allows no more linear slots */
+		slot = SYSCALL_HIST_SLOTS - 1;
+	__sync_fetch_and_add(&counts->slots[slot], 1);
+	__sync_fetch_and_add(&counts->count, 1);
+	__sync_fetch_and_add(&counts->total_ns, delta);
+	/* a non-blocking call that would block, or is under way, did not fail */
+	if (ret < 0 && ret >= -4095 && ret != -EAGAIN && ret != -EINPROGRESS)
+		__sync_fetch_and_add(&counts->errors, 1);
+	return syscall;
 }
 
 #endif /* __SYSCALL_HIST_BPF_H */

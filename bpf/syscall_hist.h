@@ -2,17 +2,16 @@
 #ifndef __SYSCALL_HIST_H
 #define __SYSCALL_HIST_H
 
-/* one slot of one syscall's latency histogram (slots as bpf/hist.bpf.h numbers them) */
-struct syscall_hist_key {
-	__u32 syscall;			/* the kernel's syscall number */
-	__u32 slot;
-};
+/* histogram slots per syscall: the 65 log2 slots of bpf/hist.bpf.h, or up to
+ * 64 linear steps and the two open ends */
+#define SYSCALL_HIST_SLOTS 66
 
-/* per syscall */
-struct syscall_stats {
+/* what one syscall's calls added up to, since the object was loaded */
+struct syscall_counts {
 	__u64 count;
 	__u64 total_ns;			/* latency, summed */
 	__u64 errors;			/* calls that returned -errno, but EAGAIN and EINPROGRESS */
+	__u64 slots[SYSCALL_HIST_SLOTS];	/* the latency histogram (slots as bpf/hist.bpf.h numbers them) */
 };
 
 #endif /* __SYSCALL_HIST_H */

@@ -141,17 +141,21 @@ function syscallNumber(name, arch) {
 }
 
 const UNITS = { ns: 1, us: 1000, ms: 1_000_000 };
+// SYSCALL_HIST_SLOTS of bpf/syscall_hist.h: the 65 log2 slots, or linear steps and the two open ends
+const HIST_SLOTS = 66;
+const MAX_LINEAR_STEPS = HIST_SLOTS - 2;
 const TITLES = { ns: '@nsecs', us: '@usecs', ms: '@msecs' };
 
 /**
  * The latencies counted by a loaded object that includes
- * bpf/syscall_hist.bpf.h (maps `hists` and `stats`). `configure(obj)`
- * before load sets its globals; `collect()` moves what the kernel counted
- * into the current interval and the totals (the maps are emptied as they
- * are read: nothing is counted twice); `interval()` and `totals()` give one
- * row per syscall: `{ syscall, nr, count, total_ns, errors, slots }`.
- * The maps are read one after the other: a call that ends in between is in
- * the count of one interval and in the histogram of the next. Detach the
+ * bpf/syscall_hist.bpf.h (map `syscalls`: one `struct syscall_counts` per
+ * syscall number, counting up from load). `configure(obj)` before load sets
+ * its globals; `collect()` moves what the kernel counted since the last
+ * `collect()` into the current interval and the totals (the difference of
+ * two reads: nothing is counted twice or missed); `interval()` and
+ * `totals()` give one row per syscall: `{ syscall, nr, count, total_ns,
+ * errors, slots }`. A call that ends while the map is read may be in the
+ * count of one interval and in the histogram of the next. Detach the
  * programs before the last `collect()` for exact totals.
  */
 class SyscallLatency {
@@ -162,6 +166,10 @@ class SyscallLatency {
    */
   constructor({ unit = 'us', linear, syscalls } = {}) {
     if (!UNITS[unit]) throw new Error(`unknown unit ${unit}: ns, us or ms`);
+    const steps = linear && Math.floor((linear.max - linear.min) / linear.step);
+    if (steps > MAX_LINEAR_STEPS) {
+      throw new Error(`linear slots ${linear.min},${linear.max},${linear.step} make ${steps} steps; at most ${MAX_LINEAR_STEPS} (a larger STEP or a narrower MIN..MAX)`);
+    }
     this.unit = unit;
     this.linear = linear;
     this.syscalls = syscalls?.map((name) => {
@@ -170,6 +178,7 @@ class SyscallLatency {
       return nr;
     });
     this.tally = new Tally();
+    this.seen = new Map(); // syscall number -> its counts at the last collect()
   }
 
   /** Sets the object's globals (before it is loaded). */
@@ -193,15 +202,19 @@ class SyscallLatency {
     for (const nr of this.syscalls) traced.set(nr, 1);
   }
 
-  /** Moves the kernel's counts into the current interval and the totals. */
+  /** Moves what the kernel counted since the last call into the current interval and the totals. */
   collect() {
-    const stats = this.obj.getMap('stats', { int64: 'number' }).lookupAndDeleteBatch();
-    const hists = this.obj.getMap('hists', { int64: 'number' }).lookupAndDeleteBatch();
-    for (const [nr, s] of stats) this.tally.add(nr, { syscall: syscallName(nr), nr }, { count: s.count, total_ns: s.total_ns, errors: s.errors });
-    for (const [{ syscall: nr, slot }, count] of hists) {
-      const slots = [];
-      slots[slot] = count;
-      this.tally.add(nr, { syscall: syscallName(nr), nr }, { slots: Array.from(slots, (c) => c || 0) });
+    for (const [nr, now] of this.obj.getMap('syscalls', { int64: 'number' }).entries()) {
+      const before = this.seen.get(nr);
+      const count = now.count - (before?.count ?? 0);
+      if (count === 0) continue;
+      this.seen.set(nr, now);
+      this.tally.add(nr, { syscall: syscallName(nr), nr }, {
+        count,
+        total_ns: now.total_ns - (before?.total_ns ?? 0),
+        errors: now.errors - (before?.errors ?? 0),
+        slots: trimSlots(now.slots.map((c, i) => c - (before?.slots[i] ?? 0))),
+      });
     }
   }
 
@@ -251,6 +264,13 @@ class SyscallLatency {
   formatHistogram(row) {
     return formatHistogram(this.buckets(row), { title: `${TITLES[this.unit]}[${row.syscall}]` });
   }
+}
+
+/** Slots without their trailing zeros. */
+function trimSlots(slots) {
+  let n = slots.length;
+  while (n > 0 && slots[n - 1] === 0) n--;
+  return slots.slice(0, n);
 }
 
 function sortRows(rows) {
