@@ -304,6 +304,11 @@ export declare class BpfProgram {
   get name(): string
   /** The ELF section (`SEC("...")`), e.g. `tp/syscalls/sys_enter_openat`. */
   get section(): string
+  /**
+   * What the kernel counts for this program (loads the object if it is
+   * not loaded yet).
+   */
+  get stats(): ProgramStats
 }
 
 /**
@@ -568,6 +573,23 @@ export interface PerfEventOptions {
    * event that follows the process).
    */
   cpu?: number
+}
+
+/** A program's counters in the kernel (`prog.stats`). */
+export interface ProgramStats {
+  /** The kernel's id of the program (as `bpftool prog show` lists it). */
+  id: number
+  /**
+   * Runs the kernel skipped, each an event that this program did not see:
+   * the program was already running on that CPU, or (kprobes, perf-event
+   * uprobes and tracepoints) a BPF map operation of a syscall or another
+   * BPF program was in progress there. 0 before Linux 5.12.
+   */
+  recursionMisses: number
+  /** Runs, counted only while the sysctl `kernel.bpf_stats_enabled` is 1. */
+  runCount: number
+  /** Time spent running, counted only while `kernel.bpf_stats_enabled` is 1. */
+  runTimeNs: number
 }
 
 /** Options of `openRingBuffer`. */

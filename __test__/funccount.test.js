@@ -126,8 +126,11 @@ describe('examples/funccount.js', { skip, timeout: 5 * TIMEOUT_MS }, () => {
     const { stdout, stderr } = await countFixture(fixture, ['--json', '-i', '0.2', `u:${LIBC}:pthread_mutex_*`]);
     assert.match(stderr, /^Counting \d+ probes for/m);
     const { intervals, total } = reports(stdout);
+    // a hit the kernel skipped (a map read by the tool in progress on that
+    // CPU: old kernels' perf-event uprobes share that guard) is reported
+    assert.equal(countOf(total, 'libc.so.6:pthread_mutex_lock') + countOf(total, 'libc.so.6:pthread_mutex_unlock') + total.missed, 2 * K, 'every hit counted or reported missed');
     for (const probe of ['libc.so.6:pthread_mutex_lock', 'libc.so.6:pthread_mutex_unlock']) {
-      assert.equal(countOf(total, probe), K, probe);
+      if (total.missed === 0) assert.equal(countOf(total, probe), K, probe);
       const perInterval = intervals.reduce((n, r) => n + countOf(r, probe), 0);
       assert.ok(perInterval <= K, `the intervals count no more than the total: ${perInterval}`);
     }

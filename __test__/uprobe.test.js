@@ -3,7 +3,8 @@
 // process, and uv__io_poll in the node binary running this very test.
 const test = require('node:test');
 const assert = require('node:assert');
-const { spawn } = require('node:child_process');
+const fs = require('node:fs');
+const { spawn, execFileSync } = require('node:child_process');
 const { bpf, objectPath, buildFixture, sleep, waitFor, throwsCode } = require('./helpers');
 
 /** Decodes `struct call_event` (__test__/bpf/uprobe.h). */
@@ -44,6 +45,28 @@ test('a function called K times gives K uprobe hits and K uretprobe returns', as
   });
 });
 
+test('prog.stats: the kernel id, K runs counted while kernel.bpf_stats_enabled is 1, no misses', async (t) => {
+  const K = 300;
+  const binary = buildFixture('add_one');
+  const { child, exited, go } = startAddOne(K);
+  const obj = bpf.loadBpfProgram(objectPath('uprobe'));
+  t.after(() => obj.close());
+  obj.attachUprobe(binary, 'add_one', 'handle_add_one', { pid: child.pid });
+  const prog = obj.programs.handle_add_one;
+  const listed = JSON.parse(execFileSync('bpftool', ['-j', 'prog', 'show', 'id', String(prog.stats.id)], { encoding: 'utf8' }));
+  assert.strictEqual(listed.name, 'handle_add_one', 'bpftool lists the program under that id');
+  const sysctl = '/proc/sys/kernel/bpf_stats_enabled';
+  const was = fs.readFileSync(sysctl, 'utf8').trim();
+  fs.writeFileSync(sysctl, '1');
+  t.after(() => fs.writeFileSync(sysctl, was));
+  go();
+  assert.strictEqual((await exited).code, 0);
+  const stats = prog.stats;
+  assert.strictEqual(stats.runCount, K, 'one run per call');
+  assert.ok(stats.runTimeNs > 0, `time counted: ${stats.runTimeNs}`);
+  assert.strictEqual(stats.recursionMisses, 0);
+});
+
 test('a uprobe on another process than the one given counts nothing', async (t) => {
   const binary = buildFixture('add_one');
   const first = startAddOne(50);
@@ -62,7 +85,6 @@ test('a uprobe on another process than the one given counts nothing', async (t) 
 test('a uprobe by file offset hits like the symbol', async (t) => {
   const binary = buildFixture('add_one');
   // the symbol's file offset, from the ELF (nm gives the virtual address)
-  const { execFileSync } = require('node:child_process');
   const addr = parseInt(execFileSync('nm', [binary], { encoding: 'utf8' }).match(/^([0-9a-f]+) T add_one$/m)[1], 16);
   const phdrs = execFileSync('readelf', ['-lW', binary], { encoding: 'utf8' });
   const load = phdrs

@@ -52,14 +52,15 @@ async function main() {
       tally.add(`${key.probe}/${key.pid}`, fields, { count: value.count });
     }
   };
-  const report = (head, rows) => {
+  const report = (head, rows, extra = {}) => {
     rows.sort((a, b) => b.count - a.count || (a.probe < b.probe ? -1 : 1));
     const columns = [
       ...(opts.perProcess ? [{ title: 'PID', value: (r) => r.pid }, { title: 'COMM', value: (r) => r.comm, left: true }] : []),
       { title: 'FUNC', value: (r) => r.probe, left: true },
       { title: 'COUNT', value: (r) => r.count },
     ];
-    printReport(opts, head, { pid: target.pid, counts: rows }, () => formatTable(columns, rows));
+    const note = extra.missed ? `\n${extra.missed} hits not counted: the kernel skipped the program while a BPF map operation was running on that CPU (kprobes, and uprobes and tracepoints without multi links, share one guard)` : '';
+    printReport(opts, head, { pid: target.pid, counts: rows, ...extra }, () => formatTable(columns, rows) + note);
   };
 
   try {
@@ -80,7 +81,9 @@ async function main() {
       report(clock.next(), tally.takeInterval());
     });
     collect();
-    report(clock.end(), tally.totals());
+    // runs the kernel skipped: hits that no count has
+    const missed = Object.values(obj.programs).reduce((n, p) => n + p.stats.recursionMisses, 0);
+    report(clock.end(), tally.totals(), { missed });
   } finally {
     target.stop();
     // the kernel takes a grace period to close each tracepoint or uprobe perf event

@@ -467,6 +467,44 @@ impl BpfProgram {
   pub fn section(&self) -> String {
     self.section.clone()
   }
+
+  /// What the kernel counts for this program (loads the object if it is
+  /// not loaded yet).
+  #[napi(getter)]
+  pub fn stats(&self) -> Result<ProgramStats> {
+    use std::os::fd::{AsFd, AsRawFd};
+    let mut state = self.state.borrow_mut();
+    let fd = state.program(&self.name)?.as_fd().as_raw_fd();
+    let mut info = libbpf_sys::bpf_prog_info::default();
+    let mut len = std::mem::size_of::<libbpf_sys::bpf_prog_info>() as u32;
+    let rc = unsafe { libbpf_sys::bpf_prog_get_info_by_fd(fd, &mut info, &mut len) };
+    if rc < 0 {
+      let os = std::io::Error::from_raw_os_error(-rc);
+      return err(Code::Load, format!("reading the kernel's counters of program '{}': {os}", self.name)).map_err(Into::into);
+    }
+    Ok(ProgramStats {
+      id: info.id,
+      recursion_misses: info.recursion_misses as f64,
+      run_count: info.run_cnt as f64,
+      run_time_ns: info.run_time_ns as f64,
+    })
+  }
+}
+
+/// A program's counters in the kernel (`prog.stats`).
+#[napi(object)]
+pub struct ProgramStats {
+  /// The kernel's id of the program (as `bpftool prog show` lists it).
+  pub id: u32,
+  /// Runs the kernel skipped, each an event that this program did not see:
+  /// the program was already running on that CPU, or (kprobes, perf-event
+  /// uprobes and tracepoints) a BPF map operation of a syscall or another
+  /// BPF program was in progress there. 0 before Linux 5.12.
+  pub recursion_misses: f64,
+  /// Runs, counted only while the sysctl `kernel.bpf_stats_enabled` is 1.
+  pub run_count: f64,
+  /// Time spent running, counted only while `kernel.bpf_stats_enabled` is 1.
+  pub run_time_ns: f64,
 }
 
 /// A program argument: a `BpfProgram` of this object or a program name
