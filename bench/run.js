@@ -12,7 +12,8 @@
 // each repetition in the same order; every figure is from the median run of
 // `--reps` (by delivered events/s).
 //
-//   node bench/run.js [--reps 3] [--n 2000000] [--only a,b] [--no-http] [--no-startup] [--no-install]
+//   node bench/run.js [--reps 3] [--n 2000000] [--only a,b] [--no-http] [--http-rounds 30] [--no-startup]
+//                     [--no-install]
 //                     [--patched DIR]   (DIR: another checkout of node-libbpf, built, e.g. with a proposed
 //                                        change: its node-libbpf rows are added, labelled with DIR)
 //
@@ -36,6 +37,7 @@ const { values: args } = require('node:util').parseArgs({
     n: { type: 'string', default: '2000000' },
     only: { type: 'string' },
     'no-http': { type: 'boolean', default: false },
+    'http-rounds': { type: 'string', default: '30' },
     'no-startup': { type: 'boolean', default: false },
     'no-install': { type: 'boolean', default: false },
     // another checkout of node-libbpf, built (e.g. with a proposed change):
@@ -235,6 +237,7 @@ function buildAll() {
   }
   const tools = {};
   tools.bpftrace = aptInstall('bpftrace') || (sh('bpftrace', ['--version']).ok ? '' : 'bpftrace does not run');
+  if (!tools.bpftrace) tools.bpftraceVersion = sh('bpftrace', ['--version']).out.split('\n').pop().replace(/^bpftrace /, '');
   tools.wrk = aptInstall('wrk');
   tools.bcc = aptInstall('python3-bpfcc');
   if (!tools.bcc) {
@@ -353,88 +356,84 @@ async function runBpftrace(lg) {
 
 // ---- HTTP server row --------------------------------------------------------------
 
-async function wrk(port, seconds) {
-  const w = start('wrk', ['-t1', '-c16', `-d${seconds}s`, `http://127.0.0.1:${port}/`]);
-  const r = await w.exited;
-  const out = w.lines.map((l) => l.line).join('\n');
-  const m = /Requests\/sec:\s+([\d.]+)/.exec(out);
-  if (r.code !== 0 || !m) throw new Error(`wrk: ${out}${w.stderrText}`);
-  return Number(m[1]);
+// One load run (wrk, for the whole row) against one server, while
+// bench/syscall_toggle.js attaches a tracer's programs for a second, detaches
+// them for a second, and so on: each traced second is compared with the
+// untraced seconds around it (the server's speed drifts by 10% over a
+// minute here, traced or not, so that tracers started in turn for minutes
+// each measured the drift as much as the tracer). The first SETTLE_MS after
+// each switch are not counted.
+//   example: examples/node_syscalls.js's programs, tracing the server
+//   idle:    the same, tracing an idle process (what the syscall
+//            tracepoints cost every process by themselves)
+//   stream:  a ring buffer record per syscall into a JS callback
+//   bpftrace: the example's histograms as a bpftrace script would keep them
+const EXAMPLE_OBJ = path.join(root, 'bpf', '.output', 'node_syscalls.bpf.o');
+const TOGGLE_MS = 1000;
+const SETTLE_MS = 150;
+const HTTP_ROUNDS = Number(args['http-rounds']);
+
+/** The server's samples ({t, n}: requests served by CLOCK_MONOTONIC ns t). */
+function servedSamples(server) {
+  return server.lines.map((l) => /^\{"t":(\d+),"n":(\d+)\}$/.exec(l.line)).filter(Boolean).map((m) => ({ t: BigInt(m[1]), n: Number(m[2]) }));
 }
 
-const EXAMPLE = path.join(root, 'examples', 'node_syscalls.js');
-const WRK_SECONDS = 6;
-
-/** Starts a tracer of `pid`; resolves once it is attached. */
-async function startTracer(kind, pid) {
-  if (kind === 'stream') {
-    const t = start(process.execPath, [path.join(__dirname, 'syscall_tracer.js'), path.join(build, 'syscalls.bpf.o'), String(pid)]);
-    await waitLine(t, /^ready$/, 30_000);
-    return t;
-  }
-  // examples/node_syscalls.js: says "Tracing pid N ..." on stderr once attached
-  const t = start(process.execPath, [EXAMPLE, '--pid', String(pid), '--json', '-i', '3600']);
-  const deadline = Date.now() + 30_000;
-  while (!/^Tracing pid/m.test(t.stderrText)) {
-    if (Date.now() > deadline || !children.has(t)) throw new Error(`node_syscalls.js did not start: ${t.stderrText.trim().split('\n').slice(-2).join(' | ')}`);
-    await sleep(20);
-  }
-  return t;
+/** Requests/s over [from, to] (ns), from the server's samples; NaN with fewer than two. */
+function rateBetween(samples, from, to) {
+  const inside = samples.filter((x) => x.t >= from && x.t <= to);
+  if (inside.length < 2) return NaN;
+  const [a, b] = [inside[0], inside.at(-1)];
+  return (b.n - a.n) / (Number(b.t - a.t) / 1e9);
 }
 
-/** Stops a tracer; what it reports: syscall records or counted calls. */
-async function stopTracer(kind, t) {
-  if (kind === 'stream') {
-    process.kill(t.pid, 'SIGUSR1');
-    const out = json(await waitLine(t, /^\{/, 30_000));
-    await stop(t, 'SIGKILL');
-    return { calls: out.records, lost: out.lost };
-  }
-  process.kill(t.pid, 'SIGINT');
-  const total = json(await waitLine(t, /"type":"total"/, 30_000));
-  await stop(t, 'SIGKILL');
-  return { calls: total.syscalls.reduce((n, r) => n + r.count, 0), lost: 0 };
-}
-
-async function httpRow() {
-  if (!fs.existsSync(EXAMPLE)) throw new Error('examples/node_syscalls.js is missing');
-  const server = start(process.execPath, [path.join(__dirname, 'http_server.js')]);
-  // an idle process for the control: the example attached, tracing a process that makes no syscalls
-  const idle = start('sleep', ['3600'], { stdio: 'ignore' });
+/** Runs syscall_toggle.js KIND on `pid` for ROUNDS on/off pairs; the req/s of each window. */
+async function toggled(server, kind, pid) {
+  const seconds = (HTTP_ROUNDS * 2 * TOGGLE_MS) / 1000;
+  const t = start(process.execPath, [path.join(__dirname, 'syscall_toggle.js'), kind, String(pid), String(TOGGLE_MS), String(seconds)]);
   try {
-    const { port } = json(await waitLine(server, /^\{/, 10_000));
-    await wrk(port, 2); // warm up the server's JIT
-    const runs = [];
-    // untraced; example: examples/node_syscalls.js --pid server (counts in
-    // the kernel); idle: the same tracing an idle process (what the syscall
-    // tracepoints cost everyone by themselves); stream: bench/syscall_tracer.js,
-    // a ring buffer record per syscall into a JS callback
-    const kinds = ['untraced', 'example', 'idle', 'stream'];
-    for (let rep = 0; rep < REPS; rep++) {
-      const run = {};
-      // alternate the order, so that drift favours none
-      for (const kind of rep % 2 ? kinds.slice().reverse() : kinds) {
-        if (kind === 'untraced') {
-          run.untraced = await wrk(port, WRK_SECONDS);
-          continue;
-        }
-        const t = await startTracer(kind === 'stream' ? 'stream' : 'example', kind === 'idle' ? idle.pid : server.pid);
-        try {
-          const cpu0 = procCpu(t.pid);
-          run[kind] = await wrk(port, WRK_SECONDS);
-          run[`${kind}Cpu`] = procCpu(t.pid) - cpu0;
-          run[`${kind}Out`] = await stopTracer(kind === 'stream' ? 'stream' : 'example', t);
-        } finally {
-          await stop(t, 'SIGKILL');
-        }
-      }
-      run.loss = 1 - run.example / run.untraced;
-      runs.push(run);
-      const pct = (k) => `${((1 - run[k] / run.untraced) * 100).toFixed(1)}%`;
-      console.error(`bench: http rep ${rep + 1}: untraced ${run.untraced.toFixed(0)} req/s; node_syscalls.js ${run.example.toFixed(0)} (${pct('example')} less, ${fmtInt(run.exampleOut.calls)} syscalls counted); same, tracing an idle process ${run.idle.toFixed(0)} (${pct('idle')}); streaming every syscall to JS ${run.stream.toFixed(0)} (${pct('stream')}, ${fmtInt(run.streamOut.calls)} records, ${run.streamOut.lost} lost)`);
+    const done = json(await waitLine(t, /"done":true/, seconds * 1000 + 60_000));
+    const switches = t.lines.map((l) => l.line).filter((l) => l.startsWith('{"t"')).map((l) => JSON.parse(l)).map((x) => ({ t: BigInt(x.t), on: x.on }));
+    await sleep(100); // the server's sample after the last switch
+    const samples = servedSamples(server);
+    const windows = [];
+    for (let i = 0; i + 1 < switches.length; i++) {
+      windows.push({ on: switches[i].on, rate: rateBetween(samples, switches[i].t + BigInt(SETTLE_MS * 1e6), switches[i + 1].t) });
     }
-    return runs;
+    // each traced window against the mean of the untraced ones around it
+    const losses = [];
+    const on = [];
+    const off = [];
+    windows.forEach((w, i) => {
+      (w.on ? on : off).push(w.rate);
+      if (!w.on || i === 0 || i + 1 >= windows.length) return;
+      const around = (windows[i - 1].rate + windows[i + 1].rate) / 2;
+      if (Number.isFinite(w.rate) && Number.isFinite(around)) losses.push(1 - w.rate / around);
+    });
+    const mean = (xs) => xs.filter(Number.isFinite).reduce((a, b) => a + b, 0) / xs.filter(Number.isFinite).length;
+    return { kind, loss: median(losses), losses, traced: mean(on), untraced: mean(off), calls: done.calls, lost: done.lost, cpu_s: done.cpu_s, seconds: on.length * (TOGGLE_MS - SETTLE_MS) / 1000 };
   } finally {
+    await stop(t, 'SIGKILL');
+  }
+}
+
+async function httpRow(tools) {
+  if (!fs.existsSync(EXAMPLE_OBJ)) throw new Error(`${EXAMPLE_OBJ} is missing (npm run build)`);
+  const server = start(process.execPath, [path.join(__dirname, 'http_server.js')]);
+  const idle = start('sleep', ['3600'], { stdio: 'ignore' });
+  let load;
+  try {
+    const { port } = json(await waitLine(server, /^\{"port"/, 10_000));
+    load = start('wrk', ['-t1', '-c16', '-d3600s', `http://127.0.0.1:${port}/`]);
+    await sleep(3000); // the server's JIT warms up
+    const row = {};
+    for (const kind of ['example', 'idle', 'stream', ...(tools.bpftrace ? [] : ['bpftrace'])]) {
+      row[kind] = await toggled(server, kind === 'idle' ? 'example' : kind, kind === 'idle' ? idle.pid : server.pid);
+      const r = row[kind];
+      console.error(`bench: http ${kind}: ${r.untraced.toFixed(0)} req/s untraced, ${r.traced.toFixed(0)} traced: ${(r.loss * 100).toFixed(1)}% fewer (median of ${r.losses.length} traced seconds), ${fmtInt(r.calls)} syscalls, ${r.lost} lost, tracer CPU ${r.cpu_s.toFixed(2)} s`);
+    }
+    return row;
+  } finally {
+    if (load) await stop(load, 'SIGINT');
     await stop(server, 'SIGTERM');
     await stop(idle, 'SIGKILL');
   }
@@ -606,13 +605,14 @@ async function main() {
     if (tools.wrk) notes.push(`- HTTP server: not available: ${tools.wrk}`);
     else {
       try {
-        const runs = await httpRow();
-        const sorted = runs.slice().sort((a, b) => a.loss - b.loss);
-        http = sorted[(sorted.length - 1) >> 1];
-        const pct = (r, k) => `${((1 - r[k] / r.untraced) * 100).toFixed(1)}%`;
-        const med = (k) => median(runs.map((r) => 1 - r[k] / r.untraced));
-        check(med('example') <= 0.05, `HTTP server traced by examples/node_syscalls.js: ${(med('example') * 100).toFixed(1)}% fewer requests/s (≤ 5%)`);
-        notes.push(`- HTTP server (bench/http_server.js on 127.0.0.1, wrk -t1 -c16 -d${WRK_SECONDS}s), untraced vs traced by the syscall-latency example \`examples/node_syscalls.js --pid <server>\` (raw_syscalls sys_enter/sys_exit, per-syscall latency histograms counted in the kernel), ${runs.length} rounds in alternating order: untraced ${median(runs.map((r) => r.untraced)).toFixed(0)} req/s (median), traced **${(med('example') * 100).toFixed(1)}% fewer requests/s** (median; rounds: ${runs.map((r) => pct(r, 'example')).join(', ')}; ${fmtInt(http.exampleOut.calls)} syscalls counted in the median round, example CPU ${http.exampleCpu.toFixed(2)} s). Controls: the example attached but tracing an idle process (the raw_syscalls tracepoints' cost to every syscall on the machine, no records) ${(med('idle') * 100).toFixed(1)}% fewer (${runs.map((r) => pct(r, 'idle')).join(', ')}); streaming a 32-byte ring buffer record per syscall into a JS callback (bench/syscall_tracer.js, decoded objects, log2 histograms in JS) ${(med('stream') * 100).toFixed(1)}% fewer (${runs.map((r) => pct(r, 'stream')).join(', ')}; ${fmtInt(http.streamOut.calls)} records, ${fmtRate(http.streamOut.calls / WRK_SECONDS)}/s, ${http.streamOut.lost} lost, tracer CPU ${http.streamCpu.toFixed(2)} s).`);
+        http = await httpRow(tools);
+        const pct = (k) => `${(http[k].loss * 100).toFixed(1)}%`;
+        const spread = (k) => {
+          const xs = http[k].losses.slice().sort((x, y) => x - y);
+          return `quartiles ${(xs[Math.floor(xs.length / 4)] * 100).toFixed(1)}% to ${(xs[Math.floor((xs.length * 3) / 4)] * 100).toFixed(1)}%`;
+        };
+        check(http.example.loss <= 0.05, `HTTP server traced by examples/node_syscalls.js: ${pct('example')} fewer requests/s (≤ 5%)`);
+        notes.push(`- HTTP server (bench/http_server.js on 127.0.0.1) under one wrk run (-t1 -c16), its requests counted by itself every 50 ms, while bench/syscall_toggle.js attaches a tracer's programs for ${TOGGLE_MS / 1000} s and detaches them for ${TOGGLE_MS / 1000} s, ${HTTP_ROUNDS} times (the first ${SETTLE_MS} ms after each switch not counted; each traced second against the untraced seconds around it; median). The syscall-latency example's programs (\`examples/node_syscalls.js --pid <server>\`: raw_syscalls sys_enter/sys_exit, per-syscall latency histograms counted in the kernel): untraced ${http.example.untraced.toFixed(0)} req/s, traced **${pct('example')} fewer requests/s** (${spread('example')}; ${fmtInt(http.example.calls)} syscalls counted). Controls: the same programs tracing an idle process (what the syscall tracepoints cost every syscall on the machine, wrk's included) ${pct('idle')} fewer (${spread('idle')}); a 32-byte ring buffer record per syscall streamed into a JS callback (decoded objects, log2 histograms in JS) ${pct('stream')} fewer (${spread('stream')}; ${fmtInt(http.stream.calls)} records, ${fmtRate(http.stream.calls / http.stream.seconds)}/s while attached, ${http.stream.lost} lost, tracer CPU ${http.stream.cpu_s.toFixed(2)} s)${http.bpftrace ? `; bpftrace ${tools.bpftraceVersion || ''} keeping the same histograms (\`@start[tid] = nsecs\` at sys_enter, \`hist()\` by syscall at sys_exit: hash maps) ${pct('bpftrace')} fewer (${spread('bpftrace')}; ${fmtInt(http.bpftrace.calls)} syscalls counted)` : ''}.`);
       } catch (e) {
         notes.push(`- HTTP server: failed: ${e.message.split('\n')[0]}`);
       }
