@@ -64,15 +64,27 @@ if (kind === 'example') {
   let calls = 0;
   let bt;
   attach = async () => {
-    bt = spawn('bpftrace', ['-e', BPFTRACE], { stdio: ['ignore', 'pipe', 'inherit'] });
+    bt = spawn('bpftrace', ['-B', 'line', '-e', BPFTRACE], { stdio: ['ignore', 'pipe', 'inherit'] });
     bt.out = '';
     bt.stdout.on('data', (d) => (bt.out += d));
     bt.exited = new Promise((resolve) => bt.on('exit', resolve));
+    const deadline = Date.now() + 30_000;
     while (!/Attaching/.test(bt.out)) {
-      if (bt.exitCode !== null) throw new Error(`bpftrace exited: ${bt.out}`);
+      if (bt.exitCode !== null || Date.now() > deadline) {
+        bt.kill('SIGKILL');
+        throw new Error(`bpftrace did not attach: ${bt.out}`);
+      }
       await new Promise((r) => setTimeout(r, 10));
     }
-    return [{ detach: async () => { bt.kill('SIGINT'); await bt.exited; calls += Number(/@calls: (\d+)/.exec(bt.out)?.[1] ?? 0); } }];
+    return [{
+      detach: async () => {
+        bt.kill('SIGINT');
+        const killer = setTimeout(() => bt.kill('SIGKILL'), 10_000);
+        await bt.exited;
+        clearTimeout(killer);
+        calls += Number(/@calls: (\d+)/.exec(bt.out)?.[1] ?? 0);
+      },
+    }];
   };
   result = () => ({ calls, lost: 0 });
 } else {
