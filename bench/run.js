@@ -413,7 +413,7 @@ async function toggled(server, kind, pid) {
     const mean = (xs) => xs.filter(Number.isFinite).reduce((a, b) => a + b, 0) / xs.filter(Number.isFinite).length;
     return { kind, loss: median(losses), losses, traced: mean(on), untraced: mean(off), calls: done.calls, lost: done.lost, cpu_s: done.cpu_s, seconds: on.length * (TOGGLE_MS - SETTLE_MS) / 1000 };
   } finally {
-    await stop(t, 'SIGKILL');
+    await stop(t, 'SIGTERM');
   }
 }
 
@@ -658,8 +658,12 @@ async function main() {
   fs.writeFileSync(args.out, md);
 }
 
-main().catch((e) => {
-  console.error(e.stack || e.message);
-  killAll();
-  process.exit(1);
-});
+main().then(
+  // every child is stopped: what is left (a pipe a grandchild inherited) must not keep the bench alive
+  () => process.exit(0),
+  (e) => {
+    console.error(e.stack || e.message);
+    killAll();
+    process.exit(1);
+  },
+);

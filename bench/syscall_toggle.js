@@ -64,7 +64,8 @@ if (kind === 'example') {
   let calls = 0;
   let bt;
   attach = async () => {
-    bt = spawn('bpftrace', ['-B', 'line', '-e', BPFTRACE], { stdio: ['ignore', 'pipe', 'inherit'] });
+    // bpftrace dies with this process, even SIGKILLed (setpriv --pdeathsig)
+    bt = spawn('setpriv', ['--pdeathsig', 'KILL', 'bpftrace', '-B', 'line', '-e', BPFTRACE], { stdio: ['ignore', 'pipe', 'ignore'] });
     bt.out = '';
     bt.stdout.on('data', (d) => (bt.out += d));
     bt.exited = new Promise((resolve) => bt.on('exit', resolve));
@@ -91,6 +92,7 @@ if (kind === 'example') {
   throw new Error(`unknown kind ${kind}: example, stream or bpftrace`);
 }
 
+for (const sig of ['SIGTERM', 'SIGINT']) process.on(sig, () => process.exit(1)); // detaches, and bpftrace dies
 const say = (o) => process.stdout.write(`${JSON.stringify(o, (k, v) => (typeof v === 'bigint' ? v.toString() : v))}\n`);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
