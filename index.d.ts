@@ -583,7 +583,8 @@ export interface ProgramStats {
    * Runs the kernel skipped, each an event that this program did not see:
    * the program was already running on that CPU, or (kprobes, perf-event
    * uprobes and tracepoints) a BPF map operation of a syscall or another
-   * BPF program was in progress there. 0 before Linux 5.12.
+   * BPF program was in progress there. Counted since Linux 5.12, and not
+   * every kind everywhere: 6.1 does not count the perf-event ones.
    */
   recursionMisses: number
   /** Runs, counted only while the sysctl `kernel.bpf_stats_enabled` is 1. */
