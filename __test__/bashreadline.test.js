@@ -8,7 +8,7 @@ const { spawn, execFileSync } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { waitFor, sleep, startExample: startScript } = require('./helpers');
+const { waitFor, sleep, startExample: startScript, workloadOf } = require('./helpers');
 const { spawnInteractive } = require('../lib/pty');
 
 const EXAMPLE = path.join(__dirname, '..', 'examples', 'bashreadline.js');
@@ -106,9 +106,9 @@ describe('examples/bashreadline.js', { skip }, () => {
     const run = startExample(['--duration', '2', '--json']);
     const { code, signal, stdout, stderr } = await run.exited;
     assert.equal(code, 0, `exit ${signal ?? code}; stderr:\n${stderr}`);
-    const m = /^workload: pid (\d+) \S+ (\{.*\})$/m.exec(stderr);
-    assert.ok(m, stderr);
-    const info = JSON.parse(m[2]);
+    const workload = workloadOf(stderr);
+    assert.ok(workload, stderr);
+    const { info } = workload;
     assert.match(stderr, new RegExp(`^Tracing pid ${info.pid} `, 'm'));
     const seen = records(stdout);
     // one every 300 ms; the first typed after the attach returns from a readline() entered before it

@@ -6,6 +6,7 @@ const assert = require('node:assert/strict');
 const { spawn } = require('node:child_process');
 const fs = require('node:fs');
 const path = require('node:path');
+const { workloadOf } = require('./helpers');
 
 const EXAMPLES = path.join(__dirname, '..', 'examples');
 const RUN_TIMEOUT_MS = 30_000;
@@ -37,12 +38,6 @@ function runExample(script, args, { signalAfter = false } = {}) {
       resolve({ code, signal, stdout, stderr, workload: workloadOf(stderr) });
     });
   });
-}
-
-/** What the example said about its workload on stderr: `workload: pid N script {info}`. */
-function workloadOf(stderr) {
-  const m = /^workload: pid (\d+) \S+ (\{.*\})$/m.exec(stderr);
-  return m && { pid: Number(m[1]), info: JSON.parse(m[2]) };
 }
 
 const LINE = /^\[PID:(\d+) TID:(\d+) COMM:(.*?)\] (\w+) took (\d+\.\d{3}) ms \(ret=(-?\w+)(?: (E[A-Z]+))?\)(?: (.*))?$/;

@@ -8,7 +8,7 @@ const { spawn, execFileSync } = require('node:child_process');
 const { once } = require('node:events');
 const path = require('node:path');
 const readline = require('node:readline');
-const { bpf, sleep, startExample: startScript } = require('./helpers');
+const { bpf, sleep, startExample: startScript, workloadOf } = require('./helpers');
 const { buildGo, goStateName } = require('../lib/go');
 
 const EXAMPLE = path.join(__dirname, '..', 'examples', 'goroutines.js');
@@ -137,9 +137,9 @@ describe('examples/goroutines.js', { skip }, () => {
     const run = startExample(['--duration', '1.5']);
     const { code, signal, stdout, stderr } = await run.exited;
     assert.equal(code, 0, `exit ${signal ?? code}; stderr:\n${stderr}`);
-    const m = /^workload: pid (\d+) \S+ (\{.*\})$/m.exec(stderr);
-    assert.ok(m, stderr);
-    const info = JSON.parse(m[2]);
+    const workload = workloadOf(stderr);
+    assert.ok(workload, stderr);
+    const { info } = workload;
     assert.match(stderr, new RegExp(`^Tracing pid ${info.pid} `, 'm'));
     const LINE = /^(\d\d:\d\d:\d\d\.\d{3}) +(\d+) +(\d+) +(\d+|-)  ([A-Z_|]+) -> ([A-Z_|]+)$/;
     const [header, ...rest] = stdout.split('\n');

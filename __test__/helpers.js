@@ -100,4 +100,10 @@ function startExample(script, args, timeoutMs) {
   return { child, out, ready, exited, stop: () => (child.kill('SIGTERM'), exited) };
 }
 
-module.exports = { bpf, root, objectPath, buildFixture, sleep, waitFor, kernelIds, added, throwsCode, startExample, twoFiles, openBoth };
+/** What an example said about its built-in workload on stderr (lib/tools.js traceTarget): `workload: pid N script {info}`, or null. */
+function workloadOf(stderr) {
+  const m = /^workload: pid (\d+) \S+ (\{.*\})$/m.exec(stderr);
+  return m && { pid: Number(m[1]), info: JSON.parse(m[2]) };
+}
+
+module.exports = { bpf, root, objectPath, buildFixture, sleep, waitFor, kernelIds, added, throwsCode, startExample, workloadOf, twoFiles, openBoth };

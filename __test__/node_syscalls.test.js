@@ -1,5 +1,5 @@
 'use strict';
-const { startExample } = require('./helpers');
+const { startExample, workloadOf } = require('./helpers');
 // examples/node_syscalls.js on its web service workload: the report names
 // the file it serves and the endpoint it connects to, and its openat and
 // connect histograms count what the workload did.
@@ -63,9 +63,9 @@ describe('examples/node_syscalls.js', { skip, timeout: 5 * TIMEOUT_MS }, () => {
   test('its default run: refreshed every 2 s, a total at the end, with the workload\'s file and endpoint', async () => {
     const { code, stdout, stderr } = await run(['--duration', '5']).done;
     assert.equal(code, 0, stderr);
-    const workload = /^workload: pid (\d+) \S+ (\{.*\})$/m.exec(stderr);
+    const workload = workloadOf(stderr);
     assert.ok(workload, stderr);
-    const info = JSON.parse(workload[2]);
+    const { info } = workload;
     assert.match(info.endpoint, /^127\.0\.0\.1:\d+$/);
     const reports = stdout.split(/\n(?=\d\d:\d\d:\d\d, last |Total, )/).filter(Boolean);
     assert.equal(reports.length, 3, `two refreshes and the total:\n${stdout}`);

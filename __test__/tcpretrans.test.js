@@ -8,7 +8,7 @@ const assert = require('node:assert/strict');
 const { spawn, execFileSync } = require('node:child_process');
 const path = require('node:path');
 const readline = require('node:readline');
-const { sleep, startExample: startScript } = require('./helpers');
+const { sleep, startExample: startScript, workloadOf } = require('./helpers');
 const { createVethPair } = require('../lib/netns');
 
 const EXAMPLE = path.join(__dirname, '..', 'examples', 'tcpretrans.js');
@@ -134,9 +134,9 @@ describe('examples/tcpretrans.js', { skip }, () => {
     const run = startExample(['--duration', '3']);
     const { code, signal, stdout, stderr } = await run.exited;
     assert.equal(code, 0, `exit ${signal ?? code}; stderr:\n${stderr}`);
-    const m = /^workload: pid (\d+) \S+ (\{.*\})$/m.exec(stderr);
-    assert.ok(m, stderr);
-    const info = JSON.parse(m[2]);
+    const workload = workloadOf(stderr);
+    assert.ok(workload, stderr);
+    const { info } = workload;
     const [header, ...rest] = stdout.split('\n');
     assert.match(header, /^TIME +IP LADDR:LPORT +T> RADDR:RPORT +STATE$/);
     const LINE = /^(\d\d:\d\d:\d\d) +([46]) +(\S+) +R> (\S+) +([A-Z_0-9]+)(?: \((.*)\))?$/;

@@ -7,7 +7,7 @@ const assert = require('node:assert/strict');
 const { spawn } = require('node:child_process');
 const { once } = require('node:events');
 const path = require('node:path');
-const { bpf, sleep, startExample: startScript } = require('./helpers');
+const { bpf, sleep, startExample: startScript, workloadOf } = require('./helpers');
 
 const EXAMPLE = path.join(__dirname, '..', 'examples', 'trace_event_loop.js');
 const FIXTURE = path.join(__dirname, 'fixtures', 'trace_event_loop_ticks.js');
@@ -135,9 +135,9 @@ describe('examples/trace_event_loop.js', { skip }, () => {
     await run.ready;
     const { code, signal, stdout, stderr } = await run.exited;
     assert.equal(code, 0, `exit ${signal ?? code}; stderr:\n${stderr}`);
-    const workload = /^workload: pid (\d+) \S+ (\{.*\})$/m.exec(stderr);
+    const workload = workloadOf(stderr);
     assert.ok(workload, stderr);
-    const { timerBurnMs } = JSON.parse(workload[2]);
+    const { timerBurnMs } = workload.info;
     const [header, ...rest] = stdout.split('\n');
     const phases = header.trim().split(/\s+/).slice(4, -1);
     assert.deepEqual(header.trim().split(/\s+/).slice(0, 4), ['TIME', 'TID', 'LOOP', 'ITER']);
