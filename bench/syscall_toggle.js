@@ -51,7 +51,7 @@ if (kind === 'example') {
     s.count++;
     if (e.ret < 0n) s.errors++;
     const ns = Number(e.duration_ns);
-    s.buckets[ns >= 2 ** 32 ? 63 - Math.clz32(ns / 2 ** 32) + 32 : 31 - Math.clz32(ns | 1)]++;
+    s.buckets[ns >= 2 ** 32 ? 63 - Math.clz32(ns / 2 ** 32) : 31 - Math.clz32(ns | 1)]++;
   }, { type: 'syscall_event' });
   attach = () => [obj.attachTracepoint('raw_syscalls', 'sys_enter', 'handle_enter'), obj.attachTracepoint('raw_syscalls', 'sys_exit', 'handle_exit')];
   result = () => ({ calls: records, lost: buffer.lost + Number(obj.getGlobalVariable('ring_full')) });
