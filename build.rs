@@ -20,6 +20,10 @@ const VMLINUX_BTF: &str = "/sys/kernel/btf/vmlinux";
 fn main() {
     napi_build::setup();
 
+    // libbpf's print callback takes a va_list: formatted in C (src/libbpf_log.rs)
+    println!("cargo:rerun-if-changed=src/libbpf_log.c");
+    cc::Build::new().file("src/libbpf_log.c").warnings(true).compile("node_libbpf_log");
+
     let root = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap());
     let out = root.join("bpf/.output");
     fs::create_dir_all(&out).expect("create bpf/.output");

@@ -9,9 +9,10 @@ use napi::bindgen_prelude::{BigInt, Either};
 use napi_derive::napi;
 
 use crate::{
-  error::{err, BpfError, BpfResult, Code, Result},
+  error::{err, guard, BpfError, BpfResult, Code, Result},
   kernel,
-  object::{program_name, BpfObject, ProgramArg, Shared},
+  object::{borrow, program_name, ObjectHandle, ProgramArg, Shared},
+  perf_event,
 };
 
 /// An attachment of a program; `detach()` removes it from the kernel.
@@ -26,14 +27,18 @@ pub struct BpfLink {
 impl BpfLink {
   /// Detaches (idempotent; `obj.close()` and `obj.detachAll()` detach too).
   #[napi]
-  pub fn detach(&self) {
-    self.state.borrow_mut().links.remove(&self.id);
+  pub fn detach(&self) -> Result<()> {
+    guard(|| {
+        let link = borrow(&self.state)?.links.remove(&self.id);
+        drop(link);
+        Ok(())
+    })
   }
 
   /// Whether the link is still in the kernel.
   #[napi(getter)]
-  pub fn attached(&self) -> bool {
-    self.state.borrow().links.contains_key(&self.id)
+  pub fn attached(&self) -> Result<bool> {
+    guard(|| Ok(borrow(&self.state)?.links.contains_key(&self.id)))
   }
 
   /// What the program is attached to, e.g. `tracepoint syscalls:sys_enter_openat`.
@@ -110,7 +115,7 @@ const RAW_TRACEPOINT: Expect =
 const PERF_EVENT: Expect = Expect(&[ProgramType::PerfEvent], "SEC(\"perf_event\")");
 const ANY: Expect = Expect(&[], "");
 
-impl BpfObject {
+impl ObjectHandle {
   /// Resolves the program, checks its type, runs `attach` on it and records
   /// the links.
   fn attach_with(
@@ -121,7 +126,7 @@ impl BpfObject {
     attach: impl FnOnce(&ProgramMut<'_>) -> BpfResult<Vec<Link>>,
   ) -> BpfResult<BpfLink> {
     let name = program_name(&self.state, prog)?;
-    let mut state = self.state.borrow_mut();
+    let mut state = self.state()?;
     let links = {
       let program = state.program(&name)?;
       if !expect.0.is_empty() && !expect.0.contains(&program.prog_type()) {
@@ -233,7 +238,7 @@ fn resolve_binary(binary: &str) -> BpfResult<String> {
 }
 
 #[napi]
-impl BpfObject {
+impl ObjectHandle {
   /// Attaches a program to the entry of kernel function `funcName`. The
   /// article's names (`sys_enter_openat`) map to the syscall's function
   /// (`__x64_sys_openat`). On a kernel without kprobes this throws ENOTSUP
@@ -245,7 +250,9 @@ impl BpfObject {
     #[napi(ts_arg_type = "BpfProgram | string")] prog: ProgramArg<'_>,
     options: Option<AttachOptions>,
   ) -> Result<BpfLink> {
-    Ok(self.kprobe(func_name, prog, false, options)?)
+    guard(|| {
+      Ok(self.kprobe(func_name, prog, false, options)?)
+    })
   }
 
   /// Attaches a program to the return of kernel function `funcName` (see
@@ -257,7 +264,9 @@ impl BpfObject {
     #[napi(ts_arg_type = "BpfProgram | string")] prog: ProgramArg<'_>,
     options: Option<AttachOptions>,
   ) -> Result<BpfLink> {
-    Ok(self.kprobe(func_name, prog, true, options)?)
+    guard(|| {
+      Ok(self.kprobe(func_name, prog, true, options)?)
+    })
   }
 
   /// Attaches a `SEC("tp/...")` program to the tracepoint `category:name`
@@ -272,28 +281,30 @@ impl BpfObject {
     #[napi(ts_arg_type = "BpfProgram | string")] prog: ProgramArg<'_>,
     options: Option<AttachOptions>,
   ) -> Result<BpfLink> {
-    let opts = TracepointOpts { cookie: cookie(&options.unwrap_or_default().cookie), ..Default::default() };
-    if !kernel::tracepoint_exists(&category, &name)? {
-      let root = kernel::tracefs_root()?;
-      return Err(
-        BpfError::new(
-          Code::UnknownName,
-          format!("tracepoint {category}:{name} does not exist on this kernel (see {root}/events/{category}/)"),
-        )
-        .into(),
-      );
-    }
-    Ok(self.attach_with(&prog, format!("tracepoint {category}:{name}"), TRACEPOINT, |p| {
-      p.attach_tracepoint_with_opts(TracepointCategory::Custom(category.clone()), &name, opts)
-        .map(|l| vec![l])
-        .map_err(|e| match crate::error::errno_of(&e) {
-          Some(libc::EEXIST) => BpfError::new(
-            Code::Attach,
-            "the program is already attached to this tracepoint (the kernel takes a program once per tracepoint)",
-          ),
-          _ => BpfError::libbpf(Code::Attach, "tracepoint", &e),
-        })
-    })?)
+    guard(|| {
+      let opts = TracepointOpts { cookie: cookie(&options.unwrap_or_default().cookie), ..Default::default() };
+      if !kernel::tracepoint_exists(&category, &name)? {
+        let root = kernel::tracefs_root()?;
+        return Err(
+          BpfError::new(
+            Code::UnknownName,
+            format!("tracepoint {category}:{name} does not exist on this kernel (see {root}/events/{category}/)"),
+          )
+          .into(),
+        );
+      }
+      Ok(self.attach_with(&prog, format!("tracepoint {category}:{name}"), TRACEPOINT, |p| {
+        p.attach_tracepoint_with_opts(TracepointCategory::Custom(category.clone()), &name, opts)
+          .map(|l| vec![l])
+          .map_err(|e| match crate::error::errno_of(&e) {
+            Some(libc::EEXIST) => BpfError::new(
+              Code::Attach,
+              "the program is already attached to this tracepoint (the kernel takes a program once per tracepoint)",
+            ),
+            _ => BpfError::libbpf(Code::Attach, "tracepoint", &e),
+          })
+      })?)
+    })
   }
 
   /// Attaches a `SEC("raw_tp/...")` program to the raw tracepoint `name`
@@ -305,13 +316,15 @@ impl BpfObject {
     #[napi(ts_arg_type = "BpfProgram | string")] prog: ProgramArg<'_>,
     options: Option<AttachOptions>,
   ) -> Result<BpfLink> {
-    let opts = libbpf_rs::RawTracepointOpts { cookie: cookie(&options.unwrap_or_default().cookie), ..Default::default() };
-    Ok(self.attach_with(&prog, format!("raw tracepoint {name}"), RAW_TRACEPOINT, |p| {
-      p.attach_raw_tracepoint_with_opts(&name, opts).map(|l| vec![l]).map_err(|e| match crate::error::errno_of(&e) {
-        Some(libc::ENOENT) => BpfError::new(Code::UnknownName, format!("raw tracepoint {name} does not exist on this kernel")),
-        _ => BpfError::libbpf(Code::Attach, "raw tracepoint", &e),
-      })
-    })?)
+    guard(|| {
+      let opts = libbpf_rs::RawTracepointOpts { cookie: cookie(&options.unwrap_or_default().cookie), ..Default::default() };
+      Ok(self.attach_with(&prog, format!("raw tracepoint {name}"), RAW_TRACEPOINT, |p| {
+        p.attach_raw_tracepoint_with_opts(&name, opts).map(|l| vec![l]).map_err(|e| match crate::error::errno_of(&e) {
+          Some(libc::ENOENT) => BpfError::new(Code::UnknownName, format!("raw tracepoint {name} does not exist on this kernel")),
+          _ => BpfError::libbpf(Code::Attach, "raw tracepoint", &e),
+        })
+      })?)
+    })
   }
 
   /// Attaches a program to the entry of a function of a user-space binary
@@ -324,7 +337,9 @@ impl BpfObject {
     #[napi(ts_arg_type = "BpfProgram | string")] prog: ProgramArg<'_>,
     options: Option<UprobeOptions>,
   ) -> Result<BpfLink> {
-    Ok(self.uprobe(binary_path, symbol_or_offset, prog, false, options)?)
+    guard(|| {
+      Ok(self.uprobe(binary_path, symbol_or_offset, prog, false, options)?)
+    })
   }
 
   /// Attaches a program to the return of a user-space function (see
@@ -337,7 +352,9 @@ impl BpfObject {
     #[napi(ts_arg_type = "BpfProgram | string")] prog: ProgramArg<'_>,
     options: Option<UprobeOptions>,
   ) -> Result<BpfLink> {
-    Ok(self.uprobe(binary_path, symbol_or_offset, prog, true, options)?)
+    guard(|| {
+      Ok(self.uprobe(binary_path, symbol_or_offset, prog, true, options)?)
+    })
   }
 
   /// Attaches a `SEC("uprobe.multi")` program to many functions of one
@@ -352,46 +369,48 @@ impl BpfObject {
     #[napi(ts_arg_type = "BpfProgram | string")] prog: ProgramArg<'_>,
     options: Option<UprobeMultiOptions>,
   ) -> Result<BpfLink> {
-    let options = options.unwrap_or_default();
-    let binary = resolve_binary(&binary_path)?;
-    let cookies: Vec<u64> = options.cookies.iter().flatten().map(|c| c.get_u64().1).collect();
-    let (pattern, syms) = match symbols {
-      Either::A(pattern) => (pattern, Vec::new()),
-      Either::B(list) => (String::new(), list),
-    };
-    if !cookies.is_empty() && cookies.len() != syms.len() {
-      return Err(
-        BpfError::new(
-          Code::InvalidValue,
-          format!("give one cookie per symbol: {} cookies for {} symbols (cookies need a list of symbols, not a pattern)", cookies.len(), syms.len()),
-        )
-        .into(),
-      );
-    }
-    let what = if pattern.is_empty() { format!("{} functions", syms.len()) } else { pattern.clone() };
-    if !kernel::uprobe_multi_available() {
-      return Err(
-        BpfError::new(
-          Code::NotSupported,
-          "this kernel has no uprobe.multi links (Linux 6.6+): attach each function with attachUprobe() instead",
-        )
-        .into(),
-      );
-    }
-    let opts = libbpf_rs::UprobeMultiOpts { syms, cookies, retprobe: options.retprobe.unwrap_or(false), ..Default::default() };
-    let pid = options.pid.unwrap_or(-1);
-    Ok(self.attach_with(&prog, format!("uprobe.multi {binary}:{what}"), UPROBE, |p| {
-      p.attach_uprobe_multi_with_opts(pid, &binary, &pattern, opts).map(|l| vec![l]).map_err(|e| {
-        match crate::error::errno_of(&e) {
-          Some(libc::ENOENT) | Some(libc::ESRCH) => BpfError::new(Code::UnknownName, format!("{binary} has no function matching {what}")),
-          Some(libc::EINVAL) => BpfError::new(
-            Code::Attach,
-            format!("uprobe.multi refused ({e}): the program must be SEC(\"uprobe.multi\") (or SEC(\"uretprobe.multi\") with retprobe)"),
-          ),
-          _ => BpfError::libbpf(Code::Attach, "uprobe.multi", &e),
-        }
-      })
-    })?)
+    guard(|| {
+      let options = options.unwrap_or_default();
+      let binary = resolve_binary(&binary_path)?;
+      let cookies: Vec<u64> = options.cookies.iter().flatten().map(|c| c.get_u64().1).collect();
+      let (pattern, syms) = match symbols {
+        Either::A(pattern) => (pattern, Vec::new()),
+        Either::B(list) => (String::new(), list),
+      };
+      if !cookies.is_empty() && cookies.len() != syms.len() {
+        return Err(
+          BpfError::new(
+            Code::InvalidValue,
+            format!("give one cookie per symbol: {} cookies for {} symbols (cookies need a list of symbols, not a pattern)", cookies.len(), syms.len()),
+          )
+          .into(),
+        );
+      }
+      let what = if pattern.is_empty() { format!("{} functions", syms.len()) } else { pattern.clone() };
+      if !kernel::uprobe_multi_available() {
+        return Err(
+          BpfError::new(
+            Code::NotSupported,
+            "this kernel has no uprobe.multi links (Linux 6.6+): attach each function with attachUprobe() instead",
+          )
+          .into(),
+        );
+      }
+      let opts = libbpf_rs::UprobeMultiOpts { syms, cookies, retprobe: options.retprobe.unwrap_or(false), ..Default::default() };
+      let pid = options.pid.unwrap_or(-1);
+      Ok(self.attach_with(&prog, format!("uprobe.multi {binary}:{what}"), UPROBE, |p| {
+        p.attach_uprobe_multi_with_opts(pid, &binary, &pattern, opts).map(|l| vec![l]).map_err(|e| {
+          match crate::error::errno_of(&e) {
+            Some(libc::ENOENT) | Some(libc::ESRCH) => BpfError::new(Code::UnknownName, format!("{binary} has no function matching {what}")),
+            Some(libc::EINVAL) => BpfError::new(
+              Code::Attach,
+              format!("uprobe.multi refused ({e}): the program must be SEC(\"uprobe.multi\") (or SEC(\"uretprobe.multi\") with retprobe)"),
+            ),
+            _ => BpfError::libbpf(Code::Attach, "uprobe.multi", &e),
+          }
+        })
+      })?)
+    })
   }
 
   /// Attaches a `SEC("usdt")` program to the USDT probe `provider:name` of a
@@ -405,150 +424,99 @@ impl BpfObject {
     #[napi(ts_arg_type = "BpfProgram | string")] prog: ProgramArg<'_>,
     options: Option<UprobeOptions>,
   ) -> Result<BpfLink> {
-    let options = options.unwrap_or_default();
-    let binary = resolve_binary(&binary_path)?;
-    let pid = options.pid.unwrap_or(-1);
-    let opts = UsdtOpts { cookie: cookie(&options.cookie), ..Default::default() };
-    Ok(self.attach_with(&prog, format!("usdt {binary}:{provider}:{name}"), USDT, |p| {
-      p.attach_usdt_with_opts(pid, &binary, &provider, &name, opts).map(|l| vec![l]).map_err(|e| {
-        match crate::error::errno_of(&e) {
-          Some(libc::ENOENT) => BpfError::new(
-            Code::UnknownName,
-            format!("{binary} has no USDT probe {provider}:{name} (list them with: readelf -n {binary})"),
-          ),
-          _ => BpfError::libbpf(Code::Attach, "usdt", &e),
-        }
-      })
-    })?)
+    guard(|| {
+      let options = options.unwrap_or_default();
+      let binary = resolve_binary(&binary_path)?;
+      let pid = options.pid.unwrap_or(-1);
+      let opts = UsdtOpts { cookie: cookie(&options.cookie), ..Default::default() };
+      Ok(self.attach_with(&prog, format!("usdt {binary}:{provider}:{name}"), USDT, |p| {
+        p.attach_usdt_with_opts(pid, &binary, &provider, &name, opts).map(|l| vec![l]).map_err(|e| {
+          match crate::error::errno_of(&e) {
+            Some(libc::ENOENT) => BpfError::new(
+              Code::UnknownName,
+              format!("{binary} has no USDT probe {provider}:{name} (list them with: readelf -n {binary})"),
+            ),
+            _ => BpfError::libbpf(Code::Attach, "usdt", &e),
+          }
+        })
+      })?)
+    })
   }
 
   /// Attaches a `SEC("perf_event")` program to a sampling perf event: one
   /// event per online CPU unless `cpu` or `pid` narrows it.
   #[napi]
   pub fn attach_perf_event(&self, #[napi(ts_arg_type = "BpfProgram | string")] prog: ProgramArg<'_>, options: Option<PerfEventOptions>) -> Result<BpfLink> {
-    let options = options.unwrap_or_default();
-    let event = options.event.clone().unwrap_or_else(|| "cpu-clock".into());
-    let (type_, config) = perf_event_config(&event)?;
-    let cpus: Vec<i32> = match (options.cpu, options.pid) {
-      (Some(cpu), _) => vec![cpu],
-      (None, Some(_)) => vec![-1],
-      (None, None) => online_cpus()?,
-    };
-    let pid = options.pid.unwrap_or(-1);
-    let (freq, sample) = match (options.period, options.frequency) {
-      (Some(period), _) => (false, u64::from(period.max(1))),
-      (None, f) => (true, u64::from(f.unwrap_or(99).max(1))),
-    };
-    let target = format!(
-      "perf event {event} at {} {}",
-      sample,
-      if freq { "Hz" } else { "events/sample" }
-    );
-    Ok(self.attach_with(&prog, target, PERF_EVENT, |p| {
-      let mut links = Vec::new();
-      for cpu in cpus {
-        let fd = perf_event_open(type_, config, freq, sample, pid, cpu).map_err(|e| {
-          let code = match e.raw_os_error() {
-            Some(libc::ENOENT) | Some(libc::EOPNOTSUPP) => Code::NotSupported,
-            Some(libc::ESRCH) => Code::NotFound,
-            Some(libc::EACCES) | Some(libc::EPERM) => Code::Permission,
-            _ => Code::Attach,
-          };
-          BpfError::new(code, format!("perf_event_open({event}, pid {pid}, cpu {cpu}): {e}"))
-        })?;
-        // libbpf's link owns the perf event fd from here
-        let link = p.attach_perf_event(fd).map_err(|e| {
-          // SAFETY: fd is ours, not taken by libbpf on failure.
-          unsafe { libc::close(fd) };
-          BpfError::libbpf(Code::Attach, "perf event", &e)
-        })?;
-        links.push(link);
-      }
-      Ok(links)
-    })?)
+    guard(|| {
+      let options = options.unwrap_or_default();
+      let event = options.event.clone().unwrap_or_else(|| "cpu-clock".into());
+      let (type_, config) = perf_event::config(&event)?;
+      let cpus: Vec<i32> = match (options.cpu, options.pid) {
+        (Some(cpu), _) => vec![cpu],
+        (None, Some(_)) => vec![-1],
+        (None, None) => perf_event::online_cpus()?,
+      };
+      let pid = options.pid.unwrap_or(-1);
+      let (freq, sample) = match (options.period, options.frequency) {
+        (Some(period), _) => (false, u64::from(period.max(1))),
+        (None, f) => (true, u64::from(f.unwrap_or(99).max(1))),
+      };
+      let target = format!(
+        "perf event {event} at {} {}",
+        sample,
+        if freq { "Hz" } else { "events/sample" }
+      );
+      Ok(self.attach_with(&prog, target, PERF_EVENT, |p| {
+        let mut links = Vec::new();
+        for cpu in cpus {
+          let fd = perf_event::open(type_, config, freq, sample, pid, cpu).map_err(|e| {
+            let code = match e.raw_os_error() {
+              Some(libc::ENOENT) | Some(libc::EOPNOTSUPP) => Code::NotSupported,
+              Some(libc::ESRCH) => Code::NotFound,
+              Some(libc::EACCES) | Some(libc::EPERM) => Code::Permission,
+              _ => Code::Attach,
+            };
+            BpfError::new(code, format!("perf_event_open({event}, pid {pid}, cpu {cpu}): {e}"))
+          })?;
+          // libbpf's link owns the perf event fd from here
+          let link = p.attach_perf_event(fd).map_err(|e| {
+            // SAFETY: fd is ours, not taken by libbpf on failure.
+            unsafe { libc::close(fd) };
+            BpfError::libbpf(Code::Attach, "perf event", &e)
+          })?;
+          links.push(link);
+        }
+        Ok(links)
+      })?)
+    })
   }
 
   /// Attaches a program by its `SEC()` name, as libbpf's auto-attach does
   /// (`tp/syscalls/sys_enter_openat`, `uprobe/path:func`, `raw_tp/...`).
   #[napi]
   pub fn attach(&self, #[napi(ts_arg_type = "BpfProgram | string")] prog: ProgramArg<'_>) -> Result<BpfLink> {
-    let name = program_name(&self.state, &prog)?;
-    let section = {
-      let state = self.state.borrow();
-      state.programs.iter().find(|(n, _)| *n == name).map(|(_, s)| s.clone()).unwrap_or_default()
-    };
-    if section.starts_with("tp/") || section.starts_with("tracepoint/") {
-      kernel::tracefs_root()?;
-    }
-    let kprobe = ["kprobe/", "kretprobe/", "ksyscall/", "kretsyscall/", "kprobe.multi/", "kretprobe.multi/"]
-      .iter()
-      .any(|p| section.starts_with(p));
-    Ok(self.attach_with(&prog, format!("SEC(\"{section}\")"), ANY, |p| {
-      p.attach().map(|l| vec![l]).map_err(|e| {
-        if kprobe && !kernel::kprobes_available() {
-          let func = section.split_once('/').map(|x| x.1).unwrap_or("");
-          return kprobes_unavailable(func, func, section.starts_with("kret"), &e);
-        }
-        BpfError::libbpf(Code::Attach, "auto-attach", &e)
-      })
-    })?)
+    guard(|| {
+      let name = program_name(&self.state, &prog)?;
+      let section = {
+        let state = self.state()?;
+        state.programs.iter().find(|(n, _)| *n == name).map(|(_, s)| s.clone()).unwrap_or_default()
+      };
+      if section.starts_with("tp/") || section.starts_with("tracepoint/") {
+        kernel::tracefs_root()?;
+      }
+      let kprobe = ["kprobe/", "kretprobe/", "ksyscall/", "kretsyscall/", "kprobe.multi/", "kretprobe.multi/"]
+        .iter()
+        .any(|p| section.starts_with(p));
+      Ok(self.attach_with(&prog, format!("SEC(\"{section}\")"), ANY, |p| {
+        p.attach().map(|l| vec![l]).map_err(|e| {
+          if kprobe && !kernel::kprobes_available() {
+            let func = section.split_once('/').map(|x| x.1).unwrap_or("");
+            return kprobes_unavailable(func, func, section.starts_with("kret"), &e);
+          }
+          BpfError::libbpf(Code::Attach, "auto-attach", &e)
+        })
+      })?)
+    })
   }
 }
 
-fn perf_event_config(event: &str) -> BpfResult<(u32, u64)> {
-  const HW: u32 = 0; // PERF_TYPE_HARDWARE
-  const SW: u32 = 1; // PERF_TYPE_SOFTWARE
-  Ok(match event {
-    "cpu-clock" => (SW, 0),
-    "task-clock" => (SW, 1),
-    "page-faults" | "faults" => (SW, 2),
-    "context-switches" | "cs" => (SW, 3),
-    "cpu-migrations" => (SW, 4),
-    "cycles" | "cpu-cycles" => (HW, 0),
-    "instructions" => (HW, 1),
-    "cache-references" => (HW, 2),
-    "cache-misses" => (HW, 3),
-    "branch-instructions" | "branches" => (HW, 4),
-    "branch-misses" => (HW, 5),
-    other => {
-      return err(
-        Code::InvalidValue,
-        format!("unknown perf event '{other}'; use cpu-clock, task-clock, page-faults, context-switches, cpu-migrations, cycles, instructions, cache-references, cache-misses, branch-instructions or branch-misses"),
-      )
-    }
-  })
-}
-
-const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 8;
-
-fn perf_event_open(type_: u32, config: u64, freq: bool, sample: u64, pid: i32, cpu: i32) -> std::io::Result<i32> {
-  let mut attr = libbpf_sys::perf_event_attr {
-    type_,
-    size: std::mem::size_of::<libbpf_sys::perf_event_attr>() as u32,
-    config,
-    ..Default::default()
-  };
-  attr.__bindgen_anon_1.sample_freq = sample;
-  attr.set_freq(u64::from(freq));
-  // SAFETY: a valid attr; the syscall returns a new fd or -1.
-  let fd = unsafe {
-    libc::syscall(libc::SYS_perf_event_open, &attr as *const _, pid, cpu, -1i32, PERF_FLAG_FD_CLOEXEC)
-  };
-  if fd < 0 {
-    return Err(std::io::Error::last_os_error());
-  }
-  Ok(fd as i32)
-}
-
-/// The online CPUs, from /sys/devices/system/cpu/online (`0-3,5`).
-pub(crate) fn online_cpus() -> BpfResult<Vec<i32>> {
-  let text = std::fs::read_to_string("/sys/devices/system/cpu/online")
-    .map_err(|e| BpfError::new(Code::Attach, format!("reading /sys/devices/system/cpu/online: {e}")))?;
-  let mut cpus = Vec::new();
-  for part in text.trim().split(',') {
-    let (lo, hi) = part.split_once('-').unwrap_or((part, part));
-    let (lo, hi) = (lo.parse::<i32>().unwrap_or(0), hi.parse::<i32>().unwrap_or(0));
-    cpus.extend(lo..=hi);
-  }
-  Ok(cpus)
-}

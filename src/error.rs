@@ -37,6 +37,11 @@ pub enum Code {
   Buffer,
   /// A wrong argument type from JavaScript.
   InvalidArg,
+  /// A call on an object made from inside another call on the same object
+  /// (a getter or Proxy trap of a value passed to the first).
+  Reentrant,
+  /// A bug in node-libbpf (a Rust panic, caught): please report it.
+  Internal,
 }
 
 impl Code {
@@ -56,6 +61,8 @@ impl Code {
       Code::Tracefs => "ERR_BPF_TRACEFS",
       Code::Buffer => "ERR_BPF_BUFFER",
       Code::InvalidArg => "ERR_INVALID_ARG_TYPE",
+      Code::Reentrant => "ERR_BPF_REENTRANT",
+      Code::Internal => "ERR_BPF_INTERNAL",
     }
   }
 }
@@ -146,6 +153,31 @@ fn describe(err: &libbpf_rs::Error) -> String {
     source = e.source();
   }
   parts.join(": ")
+}
+
+/// Runs the body of an exported call. A Rust panic in it becomes an
+/// ERR_BPF_INTERNAL error instead of aborting the process (a panic must never
+/// unwind into napi).
+pub fn guard<T>(body: impl FnOnce() -> BpfResult<T>) -> Result<T> {
+  match std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)) {
+    Ok(result) => result.map_err(Into::into),
+    Err(payload) => Err(BpfError::internal(&*payload).into()),
+  }
+}
+
+impl BpfError {
+  /// The error for a caught panic, with its message.
+  pub fn internal(payload: &(dyn std::any::Any + Send)) -> Self {
+    let what = payload
+      .downcast_ref::<&str>()
+      .map(|s| s.to_string())
+      .or_else(|| payload.downcast_ref::<String>().cloned())
+      .unwrap_or_else(|| "a panic".to_string());
+    BpfError::new(
+      Code::Internal,
+      format!("internal error in node-libbpf ({what}); this is a bug: please report it with the steps that led here"),
+    )
+  }
 }
 
 /// Shorthand for an error with a code.

@@ -1,74 +1,76 @@
 //! Global variables: `const volatile` (`.rodata`) before load, `.data` and
 //! `.bss` before and after load (through the kernel's mmapped map), located
-//! by name, offset and size from the object's BTF and read and written with
-//! the same codec as events and maps.
+//! by name, offset and size from the object's BTF. Their bytes cross to
+//! JavaScript, where the codec (lib/codec.js) reads and writes them.
 
 use libbpf_rs::{AsRawLibbpf, MapCore, MapFlags};
-use napi::{Env, Unknown};
+use napi::bindgen_prelude::Buffer;
 use napi_derive::napi;
 
 use crate::{
   btf::GlobalVar,
-  error::{err, BpfError, BpfResult, Code, Result},
-  object::{BpfObject, ObjectState, Stage},
-  runtime::{self, DecodeOptions},
+  error::{err, guard, BpfError, BpfResult, Code, Result},
+  object::{ObjectHandle, ObjectState, Stage},
 };
 
-const BPF_F_MMAPABLE: u32 = 1 << 10;
-
 #[napi]
-impl BpfObject {
-  /// Sets a global variable by name. `const volatile` globals (`.rodata`)
-  /// only before load; `.data`/`.bss` globals any time. The value is
-  /// encoded from its BTF type: numbers or bigints that fit the integer,
-  /// booleans, strings for `char` arrays, arrays, plain objects for structs
-  /// (missing fields zero), or a Buffer of the variable's exact size.
+impl ObjectHandle {
+  /// Writes the bytes of a global variable (lib/object.js encodes them from
+  /// its layout). `const volatile` globals (`.rodata`) only before load;
+  /// `.data`/`.bss` globals any time.
   #[napi]
-  pub fn set_global_variable(&self, env: Env, name: String, #[napi(ts_arg_type = "unknown")] value: Unknown<'_>) -> Result<()> {
-    let mut state = self.state.borrow_mut();
-    let var = find_global(&state, &name)?;
-    let ty = runtime::register(&env, &var.layout, &DecodeOptions::default())?;
-    let bytes = runtime::encode(&env, ty, value, &format!("global '{name}' ({})", var.type_name))?;
-    Ok(with_section(&mut state, &var, |section| {
-      section[var.offset..var.offset + var.size].copy_from_slice(&bytes);
-      true
-    })?)
+  pub fn write_global(&self, name: String, bytes: Buffer) -> Result<()> {
+    guard(|| {
+      let mut state = self.state()?;
+      let var = find_global(&state, &name)?;
+      if bytes.len() != var.size {
+        return err(
+          Code::InvalidValue,
+          format!("global '{name}' ({}) has {} bytes; got {}", var.type_name, var.size, bytes.len()),
+        );
+      }
+      with_section(&mut state, &var, |section| {
+        section[var.offset..var.offset + var.size].copy_from_slice(&bytes);
+        true
+      })
+    })
   }
 
-  /// Reads a global variable by name (after load: the kernel's current
-  /// value), decoded from its BTF type: 64-bit integers as bigint unless
-  /// `options.int64` is `'number'`.
-  #[napi(ts_return_type = "any")]
-  pub fn get_global_variable<'e>(&self, env: &'e Env, name: String, options: Option<DecodeOptions>) -> Result<Unknown<'e>> {
-    let options = options.unwrap_or_default();
-    options.check()?;
-    let mut state = self.state.borrow_mut();
-    let var = find_global(&state, &name)?;
-    let mut bytes = Vec::new();
-    with_section(&mut state, &var, |section| {
-      bytes.extend_from_slice(&section[var.offset..var.offset + var.size]);
-      false
-    })?;
-    let ty = runtime::register(env, &var.layout, &options)?;
-    Ok(runtime::decode(env, ty, bytes)?)
+  /// The bytes of a global variable (after load: the kernel's current value).
+  #[napi]
+  pub fn read_global(&self, name: String) -> Result<Buffer> {
+    guard(|| {
+      let mut state = self.state()?;
+      let var = find_global(&state, &name)?;
+      let mut bytes = Vec::new();
+      with_section(&mut state, &var, |section| {
+        bytes.extend_from_slice(&section[var.offset..var.offset + var.size]);
+        false
+      })?;
+      Ok(bytes.into())
+    })
   }
 
   /// The object's global variables: name, ELF section, size, type and
   /// layout.
   #[napi(getter)]
-  pub fn globals(&self) -> Vec<GlobalInfo> {
-    let state = self.state.borrow();
-    state
-      .globals
-      .iter()
-      .map(|g| GlobalInfo {
-        name: g.name.clone(),
-        section: g.section.clone(),
-        size: g.size as u32,
-        r#type: g.type_name.clone(),
-        layout: g.layout.clone(),
-      })
-      .collect()
+  pub fn globals(&self) -> Result<Vec<GlobalInfo>> {
+    guard(|| {
+      Ok(
+        self
+          .state()?
+          .globals
+          .iter()
+          .map(|g| GlobalInfo {
+            name: g.name.clone(),
+            section: g.section.clone(),
+            size: g.size as u32,
+            r#type: g.type_name.clone(),
+            layout: g.layout.clone(),
+          })
+          .collect(),
+      )
+    })
   }
 }
 
@@ -120,7 +122,7 @@ fn with_section(state: &mut ObjectState, var: &GlobalVar, f: impl FnOnce(&mut [u
       let map = obj.maps().find(|m| m.name().to_string_lossy().ends_with(&var.section)).ok_or_else(missing)?;
       let raw = map.as_libbpf_object().as_ptr();
       // SAFETY: a valid map of a loaded object.
-      let mmapped = unsafe { libbpf_sys::bpf_map__map_flags(raw) } & BPF_F_MMAPABLE != 0;
+      let mmapped = unsafe { libbpf_sys::bpf_map__map_flags(raw) } & libbpf_sys::BPF_F_MMAPABLE != 0;
       if mmapped {
         let mut size = 0u64;
         // SAFETY: for a loaded mmapable map libbpf returns its live mapping,
@@ -130,6 +132,7 @@ fn with_section(state: &mut ObjectState, var: &GlobalVar, f: impl FnOnce(&mut [u
         if ptr.is_null() {
           return Err(missing());
         }
+        // SAFETY: as above: `size` bytes of the live mapping.
         let section = unsafe { std::slice::from_raw_parts_mut(ptr.cast::<u8>(), size as usize) };
         if var.read_only() {
           let mut copy = section.to_vec();

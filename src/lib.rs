@@ -1,6 +1,8 @@
 #![deny(clippy::all)]
 //! node-libbpf: drive eBPF from Node.js. This file only declares the
-//! modules; each registers its own exports with `#[napi]`.
+//! modules; each registers its own exports with `#[napi]`. The JavaScript
+//! entry (index.js, lib/) wraps them: Rust owns the kernel, JavaScript owns
+//! the JavaScript (the codec and the dispatcher).
 
 mod attach;
 mod btf;
@@ -11,7 +13,9 @@ mod kernel;
 mod libbpf_log;
 mod map;
 mod object;
+mod perf_event;
 mod poller;
-mod runtime;
+mod program;
+mod release;
 mod symbols;
 mod tsfn;

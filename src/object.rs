@@ -1,7 +1,14 @@
 //! A BPF object: opened from an ELF file or Buffer, configured, loaded into
-//! the kernel on first need, and closed with everything it made.
+//! the kernel on first need, and closed with everything it made. The
+//! JavaScript `BpfObject` (lib/object.js) wraps an `ObjectHandle`.
 
-use std::{cell::RefCell, collections::BTreeMap, path::Path, rc::Rc, sync::Arc};
+use std::{
+  cell::{RefCell, RefMut},
+  collections::BTreeMap,
+  path::Path,
+  rc::Rc,
+  sync::Arc,
+};
 
 use libbpf_rs::{AsRawLibbpf, Link, Map, MapCore, Object, ObjectBuilder, OpenObject, ProgramMut};
 use napi::bindgen_prelude::{Buffer, Either, Object as JsObject};
@@ -10,9 +17,11 @@ use napi_derive::napi;
 
 use crate::{
   btf::{self, GlobalVar},
-  error::{err, BpfError, BpfResult, Code, Result},
+  error::{err, guard, BpfError, BpfResult, Code, Result},
   libbpf_log,
-  poller::{Poller, Sink},
+  poller::Sink,
+  program::BpfProgram,
+  release::{self, Garbage},
 };
 
 /// Where the object is in its life.
@@ -37,11 +46,10 @@ pub(crate) struct ObjectState {
   pub maps: Vec<String>,
   /// Attachments by link id; a perf-event attach on every CPU is one entry.
   pub links: BTreeMap<u32, Vec<Link>>,
-  /// Open ring and perf buffers by id.
-  pub buffers: BTreeMap<u32, Arc<Sink>>,
+  /// The ring and perf buffers opened on its maps (closed ones are pruned
+  /// when the next one opens).
+  pub buffers: Vec<Arc<Sink>>,
   next_id: u32,
-  /// The thread that polls this object's ring and perf buffers.
-  pub poller: Option<Poller>,
 }
 
 pub(crate) type Shared = Rc<RefCell<ObjectState>>;
@@ -67,9 +75,8 @@ impl ObjectState {
       programs,
       maps,
       links: BTreeMap::new(),
-      buffers: BTreeMap::new(),
+      buffers: Vec::new(),
       next_id: 1,
-      poller: None,
     }
   }
 
@@ -238,27 +245,26 @@ impl ObjectState {
     id
   }
 
-  pub fn detach_all(&mut self) {
-    self.links.clear();
+  /// Keeps a buffer opened on one of the object's maps, to close with it.
+  pub fn add_buffer(&mut self, sink: Arc<Sink>) {
+    self.buffers.retain(|s| !s.is_closed());
+    self.buffers.push(sink);
   }
 
-  /// Stops the poller, detaches every link and frees every kernel object.
-  pub fn close(&mut self) {
-    if let Some(poller) = self.poller.take() {
-      poller.stop();
+  /// The one close path of an object: its buffers stop delivering at once,
+  /// and what the kernel holds (links, programs, maps) is returned, to be
+  /// released off the JS thread (see src/release.rs).
+  pub fn close(&mut self) -> Garbage {
+    for sink in std::mem::take(&mut self.buffers) {
+      sink.close();
     }
-    for (_, sink) in std::mem::take(&mut self.buffers) {
-      sink.closed.store(true, std::sync::atomic::Ordering::Release);
-      sink.doorbell.release();
-    }
-    self.links.clear();
-    self.stage = Stage::Closed;
+    Garbage::new(std::mem::take(&mut self.links), std::mem::replace(&mut self.stage, Stage::Closed))
   }
 }
 
 impl Drop for ObjectState {
   fn drop(&mut self) {
-    self.close();
+    release::later(self.close(), None);
   }
 }
 
@@ -278,27 +284,22 @@ pub struct LoadOptions {
   pub btf_path: Option<String>,
 }
 
-/// A BPF object opened from an ELF file: its programs, maps and globals.
-/// The kernel load happens on `load()` or on the first attach or `getMap`.
-/// `close()` detaches and frees everything the object made.
+/// The native side of a BPF object (lib/object.js wraps it in `BpfObject`).
+/// Every method is one crossing; values cross as bytes (Buffers) and
+/// layouts as data, and the JavaScript side encodes and decodes them.
 #[napi]
-pub struct BpfObject {
+pub struct ObjectHandle {
   pub(crate) state: Shared,
 }
 
 /// Opens a compiled BPF ELF object (a path or a Buffer holding the file).
-/// Nothing enters the kernel until `load()`, an attach or `getMap()`. With
-/// the types that `npx node-libbpf types prog.bpf.o` writes,
-/// `loadBpfProgram<Types>(...)` types its maps, globals and records.
-#[napi(
-  ts_generic_types = "T extends ObjectTypes = never",
-  ts_return_type = "[T] extends [never] ? BpfObject : TypedBpfObject<T>"
-)]
-pub fn load_bpf_program(source: Either<String, Buffer>, options: Option<LoadOptions>) -> Result<BpfObject> {
-  Ok(open_object(source, options.unwrap_or_default())?)
+/// Nothing enters the kernel until `load()`, an attach or `map()`.
+#[napi]
+pub fn open_object(source: Either<String, Buffer>, options: Option<LoadOptions>) -> Result<ObjectHandle> {
+  guard(|| open(source, options.unwrap_or_default()))
 }
 
-fn open_object(source: Either<String, Buffer>, options: LoadOptions) -> BpfResult<BpfObject> {
+fn open(source: Either<String, Buffer>, options: LoadOptions) -> BpfResult<ObjectHandle> {
   libbpf_log::install();
   libbpf_log::clear();
   let mut builder = ObjectBuilder::default();
@@ -328,16 +329,15 @@ fn open_object(source: Either<String, Buffer>, options: LoadOptions) -> BpfResul
     error.message.push_str("; compile it with: clang -g -O2 -target bpf -c prog.bpf.c -o prog.bpf.o");
     error
   })?;
-  Ok(BpfObject { state: Rc::new(RefCell::new(ObjectState::open(label, open))) })
+  Ok(ObjectHandle { state: Rc::new(RefCell::new(ObjectState::open(label, open))) })
 }
 
 fn check_elf_file(path: &str) -> BpfResult<()> {
   use std::io::Read;
   let mut file = std::fs::File::open(path).map_err(|e| match e.kind() {
-    std::io::ErrorKind::NotFound => BpfError::new(
-      Code::NotFound,
-      format!("BPF object {path} does not exist (did `npm run build` compile it?)"),
-    ),
+    std::io::ErrorKind::NotFound => {
+      BpfError::new(Code::NotFound, format!("BPF object {path} does not exist (did `npm run build` compile it?)"))
+    }
     _ => BpfError::new(Code::InvalidObject, format!("cannot read BPF object {path}: {e}")),
   })?;
   let mut head = [0u8; 64];
@@ -358,154 +358,138 @@ fn check_elf_bytes(label: &str, bytes: &[u8]) -> BpfResult<()> {
   Ok(())
 }
 
+/// The state of an object for one call. JavaScript cannot run while it is
+/// borrowed (values cross as bytes, converted before the borrow); should a
+/// call still come back in (a getter of an argument calling the object), it
+/// gets a coded error instead of a panic.
+pub(crate) fn borrow(state: &Shared) -> BpfResult<RefMut<'_, ObjectState>> {
+  state.try_borrow_mut().map_err(|_| {
+    BpfError::new(
+      Code::Reentrant,
+      "a BPF object was called from inside another call on it (a getter or Proxy trap of a value passed to it?); \
+       make the call after the first one returns",
+    )
+  })
+}
+
+impl ObjectHandle {
+  pub(crate) fn state(&self) -> BpfResult<RefMut<'_, ObjectState>> {
+    borrow(&self.state)
+  }
+}
+
 #[napi]
-impl BpfObject {
+impl ObjectHandle {
   /// Loads every program and map into the kernel (the verifier runs here).
-  /// Optional: the first attach or `getMap()` loads too.
   #[napi]
   pub fn load(&self) -> Result<()> {
-    self.state.borrow_mut().ensure_loaded()?;
-    Ok(())
+    guard(|| self.state()?.ensure_loaded().map(|_| ()))
   }
 
   /// Whether the object is in the kernel.
   #[napi(getter)]
-  pub fn loaded(&self) -> bool {
-    matches!(self.state.borrow().stage, Stage::Loaded(_))
+  pub fn loaded(&self) -> Result<bool> {
+    guard(|| Ok(matches!(self.state()?.stage, Stage::Loaded(_))))
   }
 
   /// Whether `close()` was called.
   #[napi(getter)]
-  pub fn closed(&self) -> bool {
-    matches!(self.state.borrow().stage, Stage::Closed)
+  pub fn closed(&self) -> Result<bool> {
+    guard(|| Ok(matches!(self.state()?.stage, Stage::Closed)))
   }
 
-  /// The programs of the object, keyed by their C function name, in ELF
-  /// order.
+  /// The file name, or `<buffer>`.
+  #[napi(getter)]
+  pub fn source(&self) -> Result<String> {
+    guard(|| Ok(self.state()?.source.clone()))
+  }
+
+  /// The programs, keyed by their C function name, in ELF order.
   #[napi(getter, ts_return_type = "Record<string, BpfProgram>")]
   pub fn programs<'env>(&self, env: &'env Env) -> Result<JsObject<'env>> {
-    let state = self.state.borrow();
-    let mut programs = JsObject::new(env).map_err(BpfError::from)?;
-    for (name, section) in &state.programs {
-      let program = BpfProgram { state: self.state.clone(), name: name.clone(), section: section.clone() };
-      programs.set(name, program).map_err(BpfError::from)?;
-    }
-    Ok(programs)
+    guard(|| {
+      let list = self.state()?.programs.clone();
+      let mut programs = JsObject::new(env)?;
+      for (name, section) in list {
+        programs.set(&name, BpfProgram::new(self.state.clone(), name.clone(), section))?;
+      }
+      Ok(programs)
+    })
   }
 
   /// The names of the object's maps (data-section maps excluded).
   #[napi(getter)]
-  pub fn map_names(&self) -> Vec<String> {
-    self.state.borrow().maps.clone()
+  pub fn map_names(&self) -> Result<Vec<String>> {
+    guard(|| Ok(self.state()?.maps.clone()))
   }
 
   /// The layout of a named struct, union, enum or typedef of the object's
-  /// BTF (`'event'` or `'struct event'`), as the codec reads it.
+  /// BTF (`'event'` or `'struct event'`).
   #[napi(ts_return_type = "TypeLayout")]
   pub fn type_layout(&self, name: String) -> Result<serde_json::Value> {
-    Ok(self.state.borrow().type_layout(&name)?)
+    guard(|| self.state()?.type_layout(&name))
   }
 
   /// The names of the structs, unions, enums and typedefs of the object's
   /// BTF (its own types and the kernel types it uses).
   #[napi]
-  pub fn type_names(&self) -> Vec<String> {
-    let state = self.state.borrow();
-    let mut names = state
-      .with_btf(|b| {
-        btf::named_types(b)
-          .map(|t| {
-            let name = t.name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-            match t.kind() {
-              libbpf_rs::btf::BtfKind::Struct => format!("struct {name}"),
-              libbpf_rs::btf::BtfKind::Union => format!("union {name}"),
-              libbpf_rs::btf::BtfKind::Enum | libbpf_rs::btf::BtfKind::Enum64 => format!("enum {name}"),
-              _ => name,
-            }
-          })
-          .collect::<Vec<_>>()
-      })
-      .unwrap_or_default();
-    names.sort();
-    names.dedup();
-    names
+  pub fn type_names(&self) -> Result<Vec<String>> {
+    guard(|| {
+      let state = self.state()?;
+      let mut names = state
+        .with_btf(|b| {
+          btf::named_types(b)
+            .map(|t| {
+              let name = t.name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+              match t.kind() {
+                libbpf_rs::btf::BtfKind::Struct => format!("struct {name}"),
+                libbpf_rs::btf::BtfKind::Union => format!("union {name}"),
+                libbpf_rs::btf::BtfKind::Enum | libbpf_rs::btf::BtfKind::Enum64 => format!("enum {name}"),
+                _ => name,
+              }
+            })
+            .collect::<Vec<_>>()
+        })
+        .unwrap_or_default();
+      names.sort();
+      names.dedup();
+      Ok(names)
+    })
   }
 
   /// Detaches every link this object made; programs and maps stay loaded.
   #[napi]
-  pub fn detach_all(&self) {
-    self.state.borrow_mut().detach_all();
-  }
-
-  /// Stops the buffers' poller, detaches every link and frees every program
-  /// and map of this object. Every later call on it throws ERR_BPF_CLOSED.
-  #[napi]
-  pub fn close(&self) {
-    self.state.borrow_mut().close();
-  }
-}
-
-/// A program of an object, as `obj.programs.<name>`; attach calls take it
-/// (or its name).
-#[napi]
-pub struct BpfProgram {
-  pub(crate) state: Shared,
-  pub(crate) name: String,
-  section: String,
-}
-
-#[napi]
-impl BpfProgram {
-  /// The C function name.
-  #[napi(getter)]
-  pub fn name(&self) -> String {
-    self.name.clone()
-  }
-
-  /// The ELF section (`SEC("...")`), e.g. `tp/syscalls/sys_enter_openat`.
-  #[napi(getter)]
-  pub fn section(&self) -> String {
-    self.section.clone()
-  }
-
-  /// What the kernel counts for this program (loads the object if it is
-  /// not loaded yet).
-  #[napi(getter)]
-  pub fn stats(&self) -> Result<ProgramStats> {
-    use std::os::fd::{AsFd, AsRawFd};
-    let mut state = self.state.borrow_mut();
-    let fd = state.program(&self.name)?.as_fd().as_raw_fd();
-    let mut info = libbpf_sys::bpf_prog_info::default();
-    let mut len = std::mem::size_of::<libbpf_sys::bpf_prog_info>() as u32;
-    let rc = unsafe { libbpf_sys::bpf_prog_get_info_by_fd(fd, &mut info, &mut len) };
-    if rc < 0 {
-      let os = std::io::Error::from_raw_os_error(-rc);
-      return err(Code::Load, format!("reading the kernel's counters of program '{}': {os}", self.name)).map_err(Into::into);
-    }
-    Ok(ProgramStats {
-      id: info.id,
-      recursion_misses: info.recursion_misses as f64,
-      run_count: info.run_cnt as f64,
-      run_time_ns: info.run_time_ns as f64,
+  pub fn detach_all(&self) -> Result<()> {
+    guard(|| {
+      let links = std::mem::take(&mut self.state()?.links);
+      drop(links);
+      Ok(())
     })
   }
-}
 
-/// A program's counters in the kernel (`prog.stats`).
-#[napi(object)]
-pub struct ProgramStats {
-  /// The kernel's id of the program (as `bpftool prog show` lists it).
-  pub id: u32,
-  /// Runs the kernel skipped, each an event that this program did not see:
-  /// the program was already running on that CPU, or (kprobes, perf-event
-  /// uprobes and tracepoints) a BPF map operation of a syscall or another
-  /// BPF program was in progress there. Counted since Linux 5.12, and not
-  /// every kind everywhere: 6.1 does not count the perf-event ones.
-  pub recursion_misses: f64,
-  /// Runs, counted only while the sysctl `kernel.bpf_stats_enabled` is 1.
-  pub run_count: f64,
-  /// Time spent running, counted only while `kernel.bpf_stats_enabled` is 1.
-  pub run_time_ns: f64,
+  /// Stops the object's buffers at once and releases what it holds in the
+  /// kernel (links, programs, maps) on another thread: returns at once,
+  /// however many links there are. Idempotent.
+  #[napi]
+  pub fn close(&self) -> Result<()> {
+    guard(|| {
+      let garbage = self.state()?.close();
+      release::later(garbage, None);
+      Ok(())
+    })
+  }
+
+  /// `close()`, and a promise that resolves once the kernel has released
+  /// everything the object held (after an earlier `close()` too).
+  #[napi(ts_return_type = "Promise<void>")]
+  pub fn close_async<'env>(&self, env: &'env Env) -> Result<JsObject<'env>> {
+    guard(|| {
+      let garbage = self.state()?.close();
+      let (deferred, promise) = env.create_deferred::<(), fn(Env) -> napi::Result<()>>()?;
+      release::later(garbage, Some(Box::new(move || deferred.resolve(|_| Ok(())))));
+      Ok(promise)
+    })
+  }
 }
 
 /// A program argument: a `BpfProgram` of this object or a program name
@@ -522,7 +506,7 @@ pub(crate) fn program_name(state: &Shared, prog: &ProgramArg<'_>) -> BpfResult<S
       format!("program '{}' belongs to another BPF object: attach it through that object", p.name),
     ),
     None => {
-      let state = state.borrow();
+      let state = borrow(state)?;
       let known: Vec<_> = state.programs.iter().map(|(n, _)| n.as_str()).collect();
       err(
         Code::InvalidArg,

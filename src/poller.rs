@@ -1,39 +1,47 @@
-//! The poller: one thread per object that consumes its ring and perf
-//! buffers and hands batches of records to JavaScript.
+//! The poller: one thread per process that consumes every open ring and perf
+//! buffer, of every object, and hands batches of records to JavaScript.
 //!
 //! Records are copied out of the kernel's buffers into `Batch`es (one flat
 //! byte vector and the end offset of each record) and sent through a bounded
-//! crossbeam channel per buffer. When the channel is full the batch is
-//! dropped and counted: memory stays bounded and the traced process is never
-//! slowed by a slow JavaScript callback. One threadsafe call (the doorbell)
-//! tells JavaScript to drain the channel; it is rung only when no call is
-//! pending, so there is one crossing per batch or fewer, never one per record.
+//! crossbeam channel per buffer (its `Sink`). When the channel is full the
+//! batch is dropped and counted: memory stays bounded and the traced process
+//! is never slowed by a slow JavaScript callback. One threadsafe call (the
+//! doorbell) tells JavaScript to drain the channel; it is rung only when no
+//! call is pending, so there is one crossing per batch or fewer, never one
+//! per record.
 //!
-//! Wakeups: the thread waits in epoll on the buffers, with a timeout (the
-//! poll interval) so that programs submitting with BPF_RB_NO_WAKEUP and perf
-//! buffers below their watermark are still drained. After a pass that found
-//! records it sleeps instead of waiting in epoll: the ring buffer's adaptive
-//! notification then stops waking us (and stops costing the traced process
-//! an interrupt per record), and a program that traces this very process
-//! (its event loop wakes for each delivery) is delivered to at most once per
-//! interval instead of feeding itself in a tight loop. The sleep is the poll
-//! interval, shortened so that at the rate just measured no buffer gets more
-//! than a quarter full before the next pass. The first record after a quiet
+//! Wakeups: the thread waits in epoll on every buffer and on its own wake
+//! eventfd, with a timeout (the shortest poll interval) so that programs
+//! submitting with BPF_RB_NO_WAKEUP and perf buffers below their watermark
+//! are still drained. After a pass that found records it naps instead of
+//! waiting on the buffers (it waits on the wake fd alone): the ring buffer's
+//! adaptive notification then stops waking us (and stops costing the traced
+//! process an interrupt per record), and a program that traces this very
+//! process (its event loop wakes for each delivery) is delivered to at most
+//! once per interval instead of feeding itself in a tight loop. The nap is
+//! the poll interval, shortened so that at the rate just measured no buffer
+//! gets more than a quarter full before the next pass. A command (a buffer
+//! added or removed) ends a nap at once. The first record after a quiet
 //! spell is delivered at once.
+//!
+//! The thread lives as long as the process; with no buffer open it sleeps in
+//! epoll without a timeout.
 
 use std::{
   os::fd::{AsRawFd, FromRawFd, OwnedFd},
   sync::{
-    atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering},
+    atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering},
     Arc, Mutex,
   },
-  thread::JoinHandle,
   time::{Duration, Instant},
 };
 
 use crossbeam_channel::{Receiver, Sender, TrySendError};
 
-use crate::tsfn::Doorbell;
+use crate::{
+  error::{BpfError, BpfResult, Code},
+  tsfn::Doorbell,
+};
 
 /// Records of one consume pass, flattened.
 #[derive(Default)]
@@ -55,15 +63,15 @@ pub(crate) const QUEUE_BYTES: usize = 16 << 20;
 
 /// What the poller thread and the JavaScript side of one buffer share.
 pub(crate) struct Sink {
+  /// The buffer's id in the poller.
+  pub id: u32,
   pub queue_tx: Sender<Batch>,
   pub queue_rx: Receiver<Batch>,
   /// Record bytes in the queue (bounded by QUEUE_BYTES).
   pub queued_bytes: AtomicUsize,
   /// A doorbell call is queued and has not started draining yet.
   pub scheduled: AtomicBool,
-  pub closed: AtomicBool,
-  /// Records delivered to JavaScript.
-  pub received: AtomicU64,
+  closed: AtomicBool,
   /// Records lost: dropped here (queue full) or by the kernel (perf).
   pub lost: AtomicU64,
   /// Losses not yet reported to the `lost` callback, per CPU (index 0 for
@@ -73,18 +81,38 @@ pub(crate) struct Sink {
 }
 
 impl Sink {
-  pub fn new(queue_batches: usize, cpus: usize, doorbell: Doorbell) -> Self {
+  pub fn new(queue_batches: usize, cpus: usize) -> Self {
+    static NEXT_ID: AtomicU32 = AtomicU32::new(1);
     let (queue_tx, queue_rx) = crossbeam_channel::bounded(queue_batches);
     Sink {
+      id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
       queue_tx,
       queue_rx,
       queued_bytes: AtomicUsize::new(0),
       scheduled: AtomicBool::new(false),
       closed: AtomicBool::new(false),
-      received: AtomicU64::new(0),
       lost: AtomicU64::new(0),
       unreported_lost: Mutex::new(vec![0; cpus.max(1)]),
-      doorbell,
+      doorbell: Doorbell::default(),
+    }
+  }
+
+  pub fn is_closed(&self) -> bool {
+    self.closed.load(Ordering::Acquire)
+  }
+
+  /// The one close path of a buffer (its own `close()`, its object's, or
+  /// the object's garbage collection): nothing more is handed to JavaScript
+  /// from here on, the threadsafe function is released (the event loop may
+  /// exit) and the poller frees the consumer on its next turn, without
+  /// making the caller wait for it.
+  pub fn close(&self) {
+    if self.closed.swap(true, Ordering::AcqRel) {
+      return;
+    }
+    self.doorbell.release();
+    if let Some(poller) = POLLER.get() {
+      poller.send(Command::Remove(self.id));
     }
   }
 
@@ -96,14 +124,26 @@ impl Sink {
 
   fn count_lost(&self, cpu: usize, n: u64) {
     self.lost.fetch_add(n, Ordering::Relaxed);
-    let mut unreported = self.unreported_lost.lock().unwrap();
+    let mut unreported = self.unreported_lost.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(slot) = unreported.get_mut(cpu) {
       *slot += n;
     }
   }
+
+  /// The losses not yet reported, as `[cpu, count, ...]` pairs.
+  pub fn take_unreported_lost(&self) -> Option<Vec<f64>> {
+    let mut unreported = self.unreported_lost.lock().unwrap_or_else(|e| e.into_inner());
+    let pairs: Vec<f64> = unreported
+      .iter_mut()
+      .enumerate()
+      .filter(|(_, n)| **n > 0)
+      .flat_map(|(cpu, n)| [cpu as f64, std::mem::take(n) as f64])
+      .collect();
+    (!pairs.is_empty()).then_some(pairs)
+  }
 }
 
-/// Where a source's callbacks put records (the libbpf callback context).
+/// Where a source's callbacks put records.
 pub(crate) struct Collector {
   sink: Arc<Sink>,
   batch: Batch,
@@ -124,8 +164,8 @@ pub(crate) struct Pass {
 const RECORD_OVERHEAD: usize = 16;
 
 impl Collector {
-  pub fn new(sink: Arc<Sink>, per_cpu: bool) -> Box<Self> {
-    Box::new(Collector { sink, batch: Batch::default(), per_cpu, records_this_pass: 0, bytes_this_pass: 0 })
+  pub fn new(sink: Arc<Sink>, per_cpu: bool) -> Self {
+    Collector { sink, batch: Batch::default(), per_cpu, records_this_pass: 0, bytes_this_pass: 0 }
   }
 
   pub fn push(&mut self, cpu: u32, data: &[u8]) {
@@ -150,26 +190,25 @@ impl Collector {
       return;
     }
     let batch = std::mem::take(&mut self.batch);
+    if self.sink.is_closed() {
+      return;
+    }
     let bytes = batch.data.len();
     let room = self.sink.queued_bytes.load(Ordering::Acquire) + bytes <= QUEUE_BYTES;
     let sent = if room {
       self.sink.queued_bytes.fetch_add(bytes, Ordering::AcqRel);
-      self.sink.queue_tx.try_send(batch).map_err(|e| {
+      self.sink.queue_tx.try_send(batch).inspect_err(|_| {
         self.sink.queued_bytes.fetch_sub(bytes, Ordering::AcqRel);
-        e
       })
     } else {
       Err(TrySendError::Full(batch))
     };
-    match sent {
-      Ok(()) => {}
-      Err(TrySendError::Full(batch)) | Err(TrySendError::Disconnected(batch)) => {
-        if batch.cpus.is_empty() {
-          self.sink.count_lost(0, batch.ends.len() as u64);
-        } else {
-          for cpu in &batch.cpus {
-            self.sink.count_lost(*cpu as usize, 1);
-          }
+    if let Err(TrySendError::Full(batch) | TrySendError::Disconnected(batch)) = sent {
+      if batch.cpus.is_empty() {
+        self.sink.count_lost(0, batch.ends.len() as u64);
+      } else {
+        for cpu in &batch.cpus {
+          self.sink.count_lost(*cpu as usize, 1);
         }
       }
     }
@@ -177,10 +216,10 @@ impl Collector {
   }
 
   /// Sends what this pass collected.
-  fn end_pass(&mut self) -> Pass {
+  pub fn end_pass(&mut self) -> Pass {
     self.flush();
     if self.sink.lost.load(Ordering::Relaxed) > 0
-      && self.sink.unreported_lost.lock().unwrap().iter().any(|n| *n > 0)
+      && self.sink.unreported_lost.lock().unwrap_or_else(|e| e.into_inner()).iter().any(|n| *n > 0)
     {
       self.sink.ring();
     }
@@ -192,46 +231,60 @@ impl Collector {
 pub(crate) trait Source: Send {
   /// The epoll fd that becomes readable when records are there.
   fn epoll_fd(&self) -> i32;
-  /// Consumes every available record into the collector.
-  fn consume(&mut self);
+  /// Consumes every available record into the collector, then ends the pass.
+  fn consume(&mut self) -> Pass;
   /// Bytes the kernel buffer holds (per CPU for perf buffers).
   fn capacity(&self) -> usize;
-  fn collector(&mut self) -> &mut Collector;
 }
 
 enum Command {
   Add(u32, Box<dyn Source>, Duration),
-  Remove(u32, Sender<()>),
-  Stop,
+  Remove(u32),
 }
 
-/// The polling thread of one object.
+/// The process's polling thread.
 pub(crate) struct Poller {
   commands: Sender<Command>,
   wake: Arc<OwnedFd>,
-  thread: Option<JoinHandle<()>>,
+}
+
+static POLLER: std::sync::OnceLock<Poller> = std::sync::OnceLock::new();
+static START: Mutex<()> = Mutex::new(());
+
+/// The process's poller, started on first use.
+pub(crate) fn poller() -> BpfResult<&'static Poller> {
+  if let Some(poller) = POLLER.get() {
+    return Ok(poller);
+  }
+  let _once = START.lock().unwrap_or_else(|e| e.into_inner());
+  if let Some(poller) = POLLER.get() {
+    return Ok(poller);
+  }
+  let poller = Poller::start().map_err(|e| BpfError::new(Code::Buffer, format!("starting the poller thread: {e}")))?;
+  Ok(POLLER.get_or_init(|| poller))
 }
 
 impl Poller {
-  pub fn start() -> std::io::Result<Self> {
-    // SAFETY: plain syscalls; the fds are owned right away.
+  fn start() -> std::io::Result<Self> {
+    // SAFETY: plain syscalls; each fd is owned right away.
     let epoll = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
     if epoll < 0 {
       return Err(std::io::Error::last_os_error());
     }
+    // SAFETY: a new fd that nothing else owns.
     let epoll = unsafe { OwnedFd::from_raw_fd(epoll) };
+    // SAFETY: as above.
     let wake = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
     if wake < 0 {
       return Err(std::io::Error::last_os_error());
     }
+    // SAFETY: a new fd that nothing else owns.
     let wake = Arc::new(unsafe { OwnedFd::from_raw_fd(wake) });
-    epoll_add(&epoll, wake.as_raw_fd(), u64::MAX)?;
+    epoll_ctl(&epoll, libc::EPOLL_CTL_ADD, wake.as_raw_fd(), WAKE)?;
     let (commands, rx) = crossbeam_channel::unbounded();
     let thread_wake = wake.clone();
-    let thread = std::thread::Builder::new()
-      .name("node-libbpf-poller".into())
-      .spawn(move || run(epoll, thread_wake, rx))?;
-    Ok(Poller { commands, wake, thread: Some(thread) })
+    std::thread::Builder::new().name("node-libbpf-poller".into()).spawn(move || run(epoll, thread_wake, rx))?;
+    Ok(Poller { commands, wake })
   }
 
   fn send(&self, command: Command) {
@@ -241,33 +294,30 @@ impl Poller {
     unsafe { libc::write(self.wake.as_raw_fd(), one.as_ptr().cast(), 8) };
   }
 
+  /// Starts polling `source` for the sink `id`.
   pub fn add(&self, id: u32, source: Box<dyn Source>, interval: Duration) {
     self.send(Command::Add(id, source, interval));
   }
-
-  /// Stops polling a source and frees it; returns once it is freed.
-  pub fn remove(&self, id: u32) {
-    let (ack, done) = crossbeam_channel::bounded(1);
-    self.send(Command::Remove(id, ack));
-    let _ = done.recv();
-  }
-
-  /// Frees every source and ends the thread.
-  pub fn stop(mut self) {
-    self.send(Command::Stop);
-    if let Some(thread) = self.thread.take() {
-      let _ = thread.join();
-    }
-  }
 }
 
-fn epoll_add(epoll: &OwnedFd, fd: i32, data: u64) -> std::io::Result<()> {
+/// The epoll data of the wake fd (sources use their sink id).
+const WAKE: u64 = u64::MAX;
+
+fn epoll_ctl(epoll: &OwnedFd, op: i32, fd: i32, data: u64) -> std::io::Result<()> {
   let mut ev = libc::epoll_event { events: libc::EPOLLIN as u32, u64: data };
   // SAFETY: valid fds and event.
-  if unsafe { libc::epoll_ctl(epoll.as_raw_fd(), libc::EPOLL_CTL_ADD, fd, &mut ev) } < 0 {
+  if unsafe { libc::epoll_ctl(epoll.as_raw_fd(), op, fd, &mut ev) } < 0 {
     return Err(std::io::Error::last_os_error());
   }
   Ok(())
+}
+
+/// Waits up to `timeout` for the wake fd alone (a command), not the buffers.
+fn nap(wake: &OwnedFd, timeout: Duration) {
+  let mut fds = [libc::pollfd { fd: wake.as_raw_fd(), events: libc::POLLIN, revents: 0 }];
+  let ts = libc::timespec { tv_sec: timeout.as_secs() as libc::time_t, tv_nsec: timeout.subsec_nanos() as libc::c_long };
+  // SAFETY: one valid pollfd, a valid timespec, no signal mask.
+  unsafe { libc::ppoll(fds.as_mut_ptr(), 1, &ts, std::ptr::null()) };
 }
 
 struct Entry {
@@ -278,16 +328,15 @@ struct Entry {
 
 fn run(epoll: OwnedFd, wake: Arc<OwnedFd>, commands: Receiver<Command>) {
   let mut entries: Vec<Entry> = Vec::new();
-  let mut events = [libc::epoll_event { events: 0, u64: 0 }; 16];
-  // Some(d): the last pass found records; sleep d instead of waiting in epoll
-  let mut nap: Option<Duration> = None;
+  let mut events = [libc::epoll_event { events: 0, u64: 0 }; 32];
+  // Some(d): the last pass found records; nap d instead of waiting in epoll
+  let mut next_nap: Option<Duration> = None;
   let mut last_pass = Instant::now();
   loop {
-    let interval = entries.iter().map(|e| e.interval).min();
-    if let Some(nap) = nap {
-      std::thread::sleep(nap);
+    if let Some(d) = next_nap {
+      nap(&wake, d);
     } else {
-      let timeout = interval.map(|d| d.as_millis().max(1) as i32).unwrap_or(-1);
+      let timeout = entries.iter().map(|e| e.interval).min().map_or(-1, |d| d.as_millis().max(1) as i32);
       // SAFETY: valid epoll fd and event array.
       unsafe { libc::epoll_wait(epoll.as_raw_fd(), events.as_mut_ptr(), events.len() as i32, timeout) };
       // what is there now came in since the wakeup: rate it from here
@@ -296,37 +345,34 @@ fn run(epoll: OwnedFd, wake: Arc<OwnedFd>, commands: Receiver<Command>) {
     let mut counter = [0u8; 8];
     // SAFETY: reading 8 bytes from our non-blocking eventfd.
     unsafe { libc::read(wake.as_raw_fd(), counter.as_mut_ptr().cast(), 8) };
-    while let Ok(command) = commands.try_recv() {
-      match command {
-        Command::Add(id, source, interval) => {
-          let _ = epoll_add(&epoll, source.epoll_fd(), u64::from(id));
+    loop {
+      match commands.try_recv() {
+        Ok(Command::Add(id, source, interval)) => {
+          let _ = epoll_ctl(&epoll, libc::EPOLL_CTL_ADD, source.epoll_fd(), u64::from(id));
           entries.push(Entry { id, source, interval });
         }
-        Command::Remove(id, ack) => {
+        Ok(Command::Remove(id)) => {
           if let Some(i) = entries.iter().position(|e| e.id == id) {
             let entry = entries.swap_remove(i);
-            // SAFETY: removing a registered fd.
-            unsafe {
-              libc::epoll_ctl(epoll.as_raw_fd(), libc::EPOLL_CTL_DEL, entry.source.epoll_fd(), std::ptr::null_mut())
-            };
+            let _ = epoll_ctl(&epoll, libc::EPOLL_CTL_DEL, entry.source.epoll_fd(), 0);
           }
-          let _ = ack.send(());
         }
-        Command::Stop => return,
+        Err(crossbeam_channel::TryRecvError::Empty) => break,
+        // nobody can send any more: nothing will be added or removed
+        Err(crossbeam_channel::TryRecvError::Disconnected) => return,
       }
     }
     let elapsed = last_pass.elapsed().max(Duration::from_micros(1));
     last_pass = Instant::now();
-    nap = None;
+    next_nap = None;
     for entry in &mut entries {
-      entry.source.consume();
-      let pass = entry.source.collector().end_pass();
+      let pass = entry.source.consume();
       if pass.records > 0 {
         // time for the buffer to fill a quarter at the rate just seen
         let quarter = entry.source.capacity() as f64 / 4.0;
         let fill = Duration::from_secs_f64(quarter * elapsed.as_secs_f64() / pass.bytes as f64);
         let sleep = fill.min(entry.interval);
-        nap = Some(nap.map_or(sleep, |n: Duration| n.min(sleep)));
+        next_nap = Some(next_nap.map_or(sleep, |n: Duration| n.min(sleep)));
       }
     }
   }

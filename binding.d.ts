@@ -1,0 +1,470 @@
+/** How the codec reads a BTF type (see `BpfObject.typeLayout`). */
+export type TypeLayout =
+  | { kind: 'int'; size: number; signed: boolean }
+  | { kind: 'bool' | 'float' | 'ptr' | 'string' | 'bytes'; size: number }
+  | { kind: 'enum'; name: string; size: number; signed: boolean; values: Array<[string, number]> }
+  | { kind: 'array'; size: number; len: number; elem: TypeLayout }
+  | { kind: 'stack'; size: number; len: number }
+  | { kind: 'flex'; size: 0; elem: TypeLayout }
+  | {
+      kind: 'struct' | 'union'
+      name: string
+      size: number
+      fields: Array<{ name: string; offset: number; bitOffset?: number; bitSize?: number; type: TypeLayout }>
+    }
+
+/**
+ * Which binding artifact the generated loader actually loaded: `'native'` for
+ * a native addon, otherwise the `platformArchABI` of the WASI flavor. Every
+ * flavor napi-rs can build is listed, because `NAPI_RS_NATIVE_LIBRARY_PATH`
+ * can point the loader at a WASI artifact this package does not build itself.
+ */
+export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-wasip1'
+
+/** An attachment of a program; `detach()` removes it from the kernel. */
+export declare class BpfLink {
+  /** Detaches (idempotent; `obj.close()` and `obj.detachAll()` detach too). */
+  detach(): void
+  /** Whether the link is still in the kernel. */
+  get attached(): boolean
+  /** What the program is attached to, e.g. `tracepoint syscalls:sys_enter_openat`. */
+  get target(): string
+}
+
+/**
+ * A program of an object, as `obj.programs.<name>`; attach calls take it
+ * (or its name).
+ */
+export declare class BpfProgram {
+  /** The C function name. */
+  get name(): string
+  /** The ELF section (`SEC("...")`), e.g. `tp/syscalls/sys_enter_openat`. */
+  get section(): string
+  /**
+   * What the kernel counts for this program (loads the object if it is
+   * not loaded yet).
+   */
+  get stats(): ProgramStats
+}
+
+/** The native side of an open ring or perf buffer (lib/buffer.js wraps it). */
+export declare class NativeBuffer {
+  /** Stops delivery and frees the buffer (idempotent; returns at once). */
+  close(): void
+  /** Whether an open buffer keeps the process alive. */
+  setRef(keepAlive: boolean): void
+  /**
+   * Records lost so far: dropped because JavaScript fell behind, or (perf
+   * buffers) by the kernel because the buffer was full.
+   */
+  get lost(): number
+}
+
+/**
+ * The native side of a map of a loaded object (lib/map.js wraps it in
+ * `BpfMap`). Per-CPU values cross as one Buffer of one value per possible
+ * CPU, back to back.
+ */
+export declare class NativeMap {
+  /** The map's name, type, sizes and layouts. */
+  get info(): MapInfo
+  /** Whether values are per CPU (one per possible CPU). */
+  get perCpu(): boolean
+  /** Whether entries cannot be deleted (array maps). */
+  get isArray(): boolean
+  /** The bytes stored at `key`, or null. */
+  lookup(key: Buffer): Buffer | null
+  /**
+   * Stores `value` (for per-CPU maps: one value per possible CPU, back to
+   * back) at `key`.
+   */
+  update(key: Buffer, value: Buffer): void
+  /** Deletes `key`; returns whether it was there. */
+  delete(key: Buffer): boolean
+  /** Every key, back to back in one Buffer. */
+  keys(): Buffer
+  /** Every entry: `[keys, values]`, each back to back in one Buffer. */
+  entries(): [Buffer, Buffer]
+  /** How many keys the map holds. */
+  count(): number
+  /** Removes every entry (array maps: sets every value to zero). */
+  clear(): void
+  /**
+   * Every entry of a hash map read with the batch syscall: `[keys,
+   * values]`; with `remove`, emptied as it is read.
+   */
+  batch(remove: boolean): [Buffer, Buffer]
+  /**
+   * Streams the records of a BPF_MAP_TYPE_RINGBUF map to `dispatch`
+   * (lib/dispatch.js), a batch per call.
+   */
+  openRingBuffer(dispatch: (data: Buffer, ends: Uint32Array, cpus: Uint32Array | null, losses: number[] | null) => void, options?: BufferOptions): NativeBuffer
+  /**
+   * Streams the records of a BPF_MAP_TYPE_PERF_EVENT_ARRAY map to
+   * `dispatch`, a batch per call, with the CPU of each record.
+   */
+  openPerfBuffer(dispatch: (data: Buffer, ends: Uint32Array, cpus: Uint32Array | null, losses: number[] | null) => void, options?: BufferOptions): NativeBuffer
+}
+
+/**
+ * The native side of a BPF object (lib/object.js wraps it in `BpfObject`).
+ * Every method is one crossing; values cross as bytes (Buffers) and
+ * layouts as data, and the JavaScript side encodes and decodes them.
+ */
+export declare class ObjectHandle {
+  /**
+   * Attaches a program to the entry of kernel function `funcName`. The
+   * article's names (`sys_enter_openat`) map to the syscall's function
+   * (`__x64_sys_openat`). On a kernel without kprobes this throws ENOTSUP
+   * naming the tracepoint to use instead.
+   */
+  attachKprobe(funcName: string, prog: BpfProgram | string, options?: AttachOptions | undefined | null): BpfLink
+  /**
+   * Attaches a program to the return of kernel function `funcName` (see
+   * `attachKprobe`).
+   */
+  attachKretprobe(funcName: string, prog: BpfProgram | string, options?: AttachOptions | undefined | null): BpfLink
+  /**
+   * Attaches a `SEC("tp/...")` program to the tracepoint `category:name`
+   * (e.g. `syscalls`, `sys_enter_openat`). Mounts tracefs if needed. The
+   * `cookie` tells attachments of one program apart
+   * (`bpf_get_attach_cookie()`).
+   */
+  attachTracepoint(category: string, name: string, prog: BpfProgram | string, options?: AttachOptions | undefined | null): BpfLink
+  /**
+   * Attaches a `SEC("raw_tp/...")` program to the raw tracepoint `name`
+   * (e.g. `sys_enter`, `sched_switch`); `cookie` needs kernel 6.10+.
+   */
+  attachRawTracepoint(name: string, prog: BpfProgram | string, options?: AttachOptions | undefined | null): BpfLink
+  /**
+   * Attaches a program to the entry of a function of a user-space binary
+   * or library, by symbol name or by file offset.
+   */
+  attachUprobe(binaryPath: string, symbolOrOffset: string | number, prog: BpfProgram | string, options?: UprobeOptions | undefined | null): BpfLink
+  /**
+   * Attaches a program to the return of a user-space function (see
+   * `attachUprobe`).
+   */
+  attachUretprobe(binaryPath: string, symbolOrOffset: string | number, prog: BpfProgram | string, options?: UprobeOptions | undefined | null): BpfLink
+  /**
+   * Attaches a `SEC("uprobe.multi")` program to many functions of one
+   * binary at once (kernel 6.6+): those matching a glob (`pthread_mutex_*`)
+   * or a list of symbols, with one cookie per symbol. One link for all of
+   * them: attaching and detaching cost one operation, not one per probe.
+   */
+  attachUprobeMulti(binaryPath: string, symbols: string | string[], prog: BpfProgram | string, options?: UprobeMultiOptions | undefined | null): BpfLink
+  /**
+   * Attaches a `SEC("usdt")` program to the USDT probe `provider:name` of a
+   * binary.
+   */
+  attachUsdt(binaryPath: string, provider: string, name: string, prog: BpfProgram | string, options?: UprobeOptions | undefined | null): BpfLink
+  /**
+   * Attaches a `SEC("perf_event")` program to a sampling perf event: one
+   * event per online CPU unless `cpu` or `pid` narrows it.
+   */
+  attachPerfEvent(prog: BpfProgram | string, options?: PerfEventOptions | undefined | null): BpfLink
+  /**
+   * Attaches a program by its `SEC()` name, as libbpf's auto-attach does
+   * (`tp/syscalls/sys_enter_openat`, `uprobe/path:func`, `raw_tp/...`).
+   */
+  attach(prog: BpfProgram | string): BpfLink
+  /**
+   * Writes the bytes of a global variable (lib/object.js encodes them from
+   * its layout). `const volatile` globals (`.rodata`) only before load;
+   * `.data`/`.bss` globals any time.
+   */
+  writeGlobal(name: string, bytes: Buffer): void
+  /** The bytes of a global variable (after load: the kernel's current value). */
+  readGlobal(name: string): Buffer
+  /**
+   * The object's global variables: name, ELF section, size, type and
+   * layout.
+   */
+  get globals(): Array<GlobalInfo>
+  /** A map by name (loads the object if it is not loaded yet). */
+  map(name: string): NativeMap
+  /**
+   * The object's maps (data-section maps excluded) with their types and
+   * layouts; no load needed.
+   */
+  get maps(): Array<MapInfo>
+  /** Loads every program and map into the kernel (the verifier runs here). */
+  load(): void
+  /** Whether the object is in the kernel. */
+  get loaded(): boolean
+  /** Whether `close()` was called. */
+  get closed(): boolean
+  /** The file name, or `<buffer>`. */
+  get source(): string
+  /** The programs, keyed by their C function name, in ELF order. */
+  get programs(): Record<string, BpfProgram>
+  /** The names of the object's maps (data-section maps excluded). */
+  get mapNames(): Array<string>
+  /**
+   * The layout of a named struct, union, enum or typedef of the object's
+   * BTF (`'event'` or `'struct event'`).
+   */
+  typeLayout(name: string): TypeLayout
+  /**
+   * The names of the structs, unions, enums and typedefs of the object's
+   * BTF (its own types and the kernel types it uses).
+   */
+  typeNames(): Array<string>
+  /** Detaches every link this object made; programs and maps stay loaded. */
+  detachAll(): void
+  /**
+   * Stops the object's buffers at once and releases what it holds in the
+   * kernel (links, programs, maps) on another thread: returns at once,
+   * however many links there are. Idempotent.
+   */
+  close(): void
+  /**
+   * `close()`, and a promise that resolves once the kernel has released
+   * everything the object held (after an earlier `close()` too).
+   */
+  closeAsync(): Promise<void>
+}
+
+/**
+ * Turns addresses into function names, caching what it has parsed
+ * (symbol tables, DWARF, perf maps) across calls.
+ */
+export declare class Symbolizer {
+  constructor()
+  /** Names of kernel addresses (from /proc/kallsyms). */
+  kernel(addresses: Array<bigint>): Array<Frame>
+  /**
+   * Names of user-space addresses of process `pid`: ELF symbols of its
+   * binaries and libraries, and JIT frames from /tmp/perf-<pid>.map
+   * (node --perf-basic-prof). The process must still be running.
+   */
+  process(pid: number, addresses: Array<bigint>): Array<Frame>
+}
+
+/**
+ * Options of `attachKprobe`, `attachKretprobe`, `attachTracepoint` and
+ * `attachRawTracepoint`.
+ */
+export interface AttachOptions {
+  /** Value for `bpf_get_attach_cookie()`. */
+  cookie?: bigint
+}
+
+/**
+ * How the addon consumes a buffer (lib/map.js passes these on from the
+ * options of `openRingBuffer`/`openPerfBuffer`).
+ */
+export interface BufferOptions {
+  /**
+   * Milliseconds between passes when the program submits without wakeups
+   * (BPF_RB_NO_WAKEUP) or while events stream in (default 10).
+   */
+  pollInterval?: number
+  /**
+   * How many batches may wait for JavaScript before records are dropped
+   * and counted as lost (default 64; and never more than 16 MiB).
+   */
+  queueSize?: number
+  /**
+   * Perf buffers: pages of the buffer of each CPU, a power of two
+   * (default 256: 1 MiB).
+   */
+  pageCount?: number
+  /**
+   * Perf buffers: the reader is woken when a CPU's buffer holds this many
+   * bytes (default: a quarter of it).
+   */
+  wakeupBytes?: number
+}
+
+/**
+ * The byte offset of member `member` in struct `structName`, from the DWARF
+ * of an ELF file (e.g. `runtime.g` and `goid` in a Go binary).
+ */
+export declare function dwarfMemberOffset(path: string, structName: string, member: string): number
+
+/** A function symbol of an ELF file. */
+export interface ElfSymbol {
+  name: string
+  /** The virtual address in the file. */
+  address: bigint
+  /** Where the function is in the file (what uprobes attach at). */
+  fileOffset?: bigint
+  size?: number
+}
+
+/**
+ * The function symbols of an ELF binary or library (symtab and dynsym,
+ * defined ones, each name once), e.g. to attach a uprobe to every
+ * `pthread_mutex_*` of libc.
+ */
+export declare function elfSymbols(path: string): Array<ElfSymbol>
+
+/** Probes the running kernel for what node-libbpf can use on it. */
+export declare function features(): Features
+
+/**
+ * What the running kernel supports, found by asking it (loading tiny
+ * programs, creating maps, looking at sysfs and tracefs), not from its
+ * version number.
+ */
+export interface Features {
+  /** The kernel's own BTF (/sys/kernel/btf/vmlinux): CO-RE works. */
+  btf: boolean
+  /** tracefs is (or could be) mounted: tracepoints can be attached. */
+  tracepoints: boolean
+  /** Where tracefs is mounted (`/sys/kernel/tracing`), when it is. */
+  tracefs?: string
+  /** kprobes and kretprobes (CONFIG_KPROBES). */
+  kprobes: boolean
+  /** uprobes and uretprobes. */
+  uprobes: boolean
+  /** fentry/fexit programs load (some kernels refuse them with EPERM). */
+  fentry: boolean
+  /** uprobe.multi links (`attachUprobeMulti`). */
+  uprobeMulti: boolean
+  /** BPF_MAP_TYPE_RINGBUF maps. */
+  ringBuffer: boolean
+  /** BPF_MAP_TYPE_PERF_EVENT_ARRAY maps. */
+  perfBuffer: boolean
+  /** The kernel release (uname -r), for messages. */
+  release: string
+  /** How many values a per-CPU map holds (possible CPUs). */
+  possibleCpus: number
+}
+
+/**
+ * A flame graph (SVG) of folded stacks: one `frame;frame;frame count` per
+ * line, root first, as `stackcount --folded` prints them (inferno).
+ */
+export declare function flameGraph(folded: string, options?: FlameGraphOptions | undefined | null): string
+
+/** Options of `flameGraph`. */
+export interface FlameGraphOptions {
+  title?: string
+  /** What the counts are (default `samples`). */
+  countName?: string
+}
+
+/** A symbolized address. */
+export interface Frame {
+  /** The function (demangled); absent when the address has no symbol. */
+  name?: string
+  /**
+   * The file the address is in (a binary, a library, `[kernel]`, the perf
+   * map).
+   */
+  module?: string
+  /** The offset of the address in the function. */
+  offset: number
+  /** The source file and line, when DWARF has them. */
+  file?: string
+  line?: number
+}
+
+/** A global variable of the object. */
+export interface GlobalInfo {
+  name: string
+  /** `.rodata`, `.data`, `.bss`, ... */
+  section: string
+  size: number
+  /** A C spelling of the type: `u32`, `s64`, `bool`, `char[16]`, ... */
+  type: string
+  /** How the codec reads it. */
+  layout: TypeLayout
+}
+
+/** Options of `loadBpfProgram`. */
+export interface LoadOptions {
+  /**
+   * The object's name in the kernel (prefix of its maps' names); default:
+   * the file name.
+   */
+  name?: string
+  /** A BTF file to use instead of /sys/kernel/btf/vmlinux for CO-RE. */
+  btfPath?: string
+}
+
+/**
+ * A map of an object, as `obj.maps` lists it and `obj.getMap()` describes
+ * it.
+ */
+export interface MapInfo {
+  name: string
+  /**
+   * libbpf's name of the map type: `hash`, `array`, `percpu_array`,
+   * `ringbuf`, `perf_event_array`, `stack_trace`, ...
+   */
+  type: string
+  keySize: number
+  valueSize: number
+  maxEntries: number
+  /** How keys decode (null: raw Buffers). */
+  keyLayout?: TypeLayout | null
+  /** How values decode (null: raw Buffers). */
+  valueLayout?: TypeLayout | null
+}
+
+/**
+ * Opens a compiled BPF ELF object (a path or a Buffer holding the file).
+ * Nothing enters the kernel until `load()`, an attach or `map()`.
+ */
+export declare function openObject(source: string | Buffer, options?: LoadOptions | undefined | null): ObjectHandle
+
+/** Options of `attachPerfEvent`. */
+export interface PerfEventOptions {
+  /**
+   * `cpu-clock` (default), `task-clock`, `page-faults`, `context-switches`,
+   * `cpu-migrations`, or the hardware events `cycles`, `instructions`,
+   * `cache-references`, `cache-misses`, `branch-instructions`, `branch-misses`
+   * (not available in most VMs).
+   */
+  event?: string
+  /** Samples per second (default 99 when `period` is not given). */
+  frequency?: number
+  /** One sample every `period` events, instead of `frequency`. */
+  period?: number
+  /** Only this process (default: all). */
+  pid?: number
+  /**
+   * Only this CPU (default: one event per online CPU, or for `pid` one
+   * event that follows the process).
+   */
+  cpu?: number
+}
+
+/** A program's counters in the kernel (`prog.stats`). */
+export interface ProgramStats {
+  /** The kernel's id of the program (as `bpftool prog show` lists it). */
+  id: number
+  /**
+   * Runs the kernel skipped, each an event that this program did not see:
+   * the program was already running on that CPU, or (kprobes, perf-event
+   * uprobes and tracepoints) a BPF map operation of a syscall or another
+   * BPF program was in progress there. Counted since Linux 5.12, and not
+   * every kind everywhere: 6.1 does not count the perf-event ones.
+   */
+  recursionMisses: number
+  /** Runs, counted only while the sysctl `kernel.bpf_stats_enabled` is 1. */
+  runCount: number
+  /** Time spent running, counted only while `kernel.bpf_stats_enabled` is 1. */
+  runTimeNs: number
+}
+
+/** Options of `attachUprobeMulti`. */
+export interface UprobeMultiOptions {
+  /** Only this process (default: every process running the binary). */
+  pid?: number
+  /** Attach at the functions' returns (a `SEC("uretprobe.multi")` program). */
+  retprobe?: boolean
+  /** One `bpf_get_attach_cookie()` value per symbol (with a list of symbols). */
+  cookies?: Array<bigint>
+}
+
+/** Options of `attachUprobe`/`attachUretprobe`/`attachUsdt`. */
+export interface UprobeOptions {
+  /** Only this process (default: every process running the binary). */
+  pid?: number
+  /** Value for `bpf_get_attach_cookie()` (`bpf_usdt_cookie()` for USDT). */
+  cookie?: bigint
+}

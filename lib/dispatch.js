@@ -1,0 +1,111 @@
+'use strict';
+/**
+ * The dispatcher: the function the addon's poller hands each batch of
+ * records to, on the main thread, as `(data, ends, cpus, losses)`: the
+ * records' bytes in one Buffer, the end offset of each record, the CPU of
+ * each record (perf buffers) and the losses to report as `[cpu, count, ...]`
+ * pairs. It calls the user's callback once per record (decoded when the
+ * buffer has a type), or once per batch (`batch: true`).
+ *
+ * `state` is the buffer's: `closed` is checked before every record, so a
+ * callback that closes its buffer (or the object) gets no further record,
+ * even from the rest of the batch it is in; `received` and `decodeErrors`
+ * count here.
+ */
+
+const rethrow = (e) =>
+  process.nextTick(() => {
+    throw e;
+  });
+
+/**
+ * @param {object} o
+ * @param {Function} o.callback `(record)`, `(cpu, record)` for perf buffers
+ * @param {boolean} o.perCpu whether records carry a CPU (perf buffers)
+ * @param {Function | null} o.decode a codec decoder, or null for raw Buffers
+ * @param {string} [o.typeName] the decoded type, for messages
+ * @param {Function} [o.lost] `(count)`, `(cpu, count)` for perf buffers
+ * @param {Function} [o.onError] gets an ERR_BPF_SHORT_RECORD Error per short record
+ * @param {boolean} [o.batch] one call per batch: `(data, ends[, cpus])`
+ * @param {{ closed: boolean, received: number, decodeErrors: number }} o.state
+ */
+function dispatcher({ callback, perCpu, decode, typeName, lost, onError, batch, state }) {
+  let warned = false;
+  const short = (len) => {
+    state.decodeErrors++;
+    const err = new Error(`a record of ${len} bytes is shorter than ${typeName} (${decode.size} bytes): skipped`);
+    err.code = 'ERR_BPF_SHORT_RECORD';
+    if (onError) {
+      try {
+        onError(err);
+      } catch (e) {
+        rethrow(e);
+      }
+    } else if (!warned) {
+      warned = true;
+      process.emitWarning(`${err.message} (further ones are counted in buffer.decodeErrors)`, 'NodeLibbpfWarning');
+    }
+  };
+  const reportLosses = (losses) => {
+    if (!losses || !lost) return;
+    for (let i = 0; i < losses.length && !state.closed; i += 2) {
+      try {
+        if (perCpu) lost(losses[i], losses[i + 1]);
+        else lost(losses[i + 1]);
+      } catch (e) {
+        rethrow(e);
+      }
+    }
+  };
+
+  if (batch) {
+    // one call per batch: no object per record at all
+    return function dispatchBatch(data, ends, cpus, losses) {
+      if (state.closed) return;
+      if (ends.length > 0) {
+        state.received += ends.length;
+        try {
+          if (perCpu) callback(data, ends, cpus);
+          else callback(data, ends);
+        } catch (e) {
+          rethrow(e);
+        }
+      }
+      reportLosses(losses);
+    };
+  }
+
+  return function dispatch(data, ends, cpus, losses) {
+    const n = ends.length;
+    // one view per batch: DataView reads are inlined by V8, Buffer's
+    // read*LE methods are not
+    const dv = decode === null ? null : new DataView(data.buffer, data.byteOffset, data.length);
+    const size = decode === null ? 0 : decode.size;
+    let start = 0;
+    for (let i = 0; i < n; i++) {
+      if (state.closed) return;
+      const end = ends[i];
+      let record;
+      if (decode === null) {
+        record = data.subarray(start, end);
+      } else if (end - start < size) {
+        short(end - start);
+        start = end;
+        continue;
+      } else {
+        record = decode(data, start, end, dv);
+      }
+      start = end;
+      state.received++;
+      try {
+        if (perCpu) callback(cpus[i], record);
+        else callback(record);
+      } catch (e) {
+        rethrow(e);
+      }
+    }
+    reportLosses(losses);
+  };
+}
+
+module.exports = { dispatcher };

@@ -1,0 +1,269 @@
+'use strict';
+/**
+ * `BpfMap`: a map of a loaded object. Keys and values are JavaScript values
+ * encoded and decoded here (lib/codec.js) from the map's BTF layouts; the
+ * addon moves bytes, one crossing per call. A map declared without BTF
+ * types (`__uint(key_size, ...)`) uses Buffers of its sizes. Per-CPU maps
+ * give an array with one value per possible CPU; stack-trace maps give
+ * arrays of instruction addresses.
+ */
+const fs = require('fs');
+const codec = require('./codec');
+const { EventBuffer } = require('./buffer');
+
+let cpus;
+
+/** How many values a per-CPU map holds: the possible CPUs (`0-3` -> 4). */
+function possibleCpus() {
+  if (cpus === undefined) {
+    const text = fs.readFileSync('/sys/devices/system/cpu/possible', 'utf8').trim();
+    cpus = Math.max(...text.split(',').map((part) => Number(part.split('-').pop()))) + 1;
+  }
+  return cpus;
+}
+
+function codedError(code, message) {
+  const err = new Error(message);
+  err.code = code;
+  return err;
+}
+
+/** Splits `bytes` into pieces of `size` bytes (copies: a kept piece does not pin the rest). */
+function pieces(bytes, size) {
+  const out = [];
+  for (let at = 0; at + size <= bytes.length && size > 0; at += size) out.push(Buffer.from(bytes.subarray(at, at + size)));
+  return out;
+}
+
+class BpfMap {
+  #native;
+  #info;
+  #options;
+  #perCpu;
+  #track;
+
+  /** Not for users: `obj.getMap(name, options)` makes maps. */
+  constructor(native, options, track) {
+    this.#native = native;
+    this.#info = native.info;
+    this.#options = codec.checkOptions(options);
+    this.#perCpu = native.perCpu;
+    this.#track = track;
+  }
+
+  /** The map's name. */
+  get name() {
+    return this.#info.name;
+  }
+
+  /** libbpf's name of the map type: `hash`, `array`, `percpu_array`, `ringbuf`, ... */
+  get type() {
+    return this.#info.type;
+  }
+
+  get keySize() {
+    return this.#info.keySize;
+  }
+
+  get valueSize() {
+    return this.#info.valueSize;
+  }
+
+  get maxEntries() {
+    return this.#info.maxEntries;
+  }
+
+  /** How keys decode (null: raw Buffers). */
+  get keyLayout() {
+    return this.#info.keyLayout ?? null;
+  }
+
+  /** How values decode (null: raw Buffers). */
+  get valueLayout() {
+    return this.#info.valueLayout ?? null;
+  }
+
+  #encode(layout, value, size, what) {
+    if (layout) return codec.encode(layout, value, `map '${this.name}' ${what}`);
+    if (!Buffer.isBuffer(value) && !(value instanceof Uint8Array)) {
+      throw codedError('ERR_BPF_INVALID_VALUE', `map '${this.name}' has no BTF ${what} type: give the ${what} as a Buffer of ${size} bytes`);
+    }
+    if (value.length !== size) {
+      throw codedError('ERR_BPF_INVALID_VALUE', `map '${this.name}' has ${size}-byte ${what}s; got a ${value.length}-byte Buffer`);
+    }
+    return value;
+  }
+
+  #key(key) {
+    if (this.type === 'ringbuf' || this.type === 'perf_event_array') return Buffer.alloc(this.keySize); // the addon says what is wrong
+    return this.#encode(this.#info.keyLayout, key, this.keySize, 'key');
+  }
+
+  #decode(layout, bytes) {
+    return layout ? codec.decode(layout, bytes, this.#options) : Buffer.from(bytes);
+  }
+
+  #decodeKey(bytes) {
+    return this.#decode(this.#info.keyLayout, bytes);
+  }
+
+  /** One value, or an array of one per CPU. */
+  #decodeValue(bytes) {
+    if (!this.#perCpu) return this.#decode(this.#info.valueLayout, bytes);
+    return pieces(bytes, this.valueSize).map((v) => this.#decode(this.#info.valueLayout, v));
+  }
+
+  #entries([keys, values]) {
+    const valueBytes = this.#perCpu ? this.valueSize * possibleCpus() : this.valueSize;
+    const v = pieces(values, valueBytes);
+    return pieces(keys, this.keySize).map((k, i) => [this.#decodeKey(k), this.#decodeValue(v[i])]);
+  }
+
+  /** The value at `key`, or undefined; for per-CPU maps an array with one value per possible CPU. */
+  get(key) {
+    const bytes = this.#native.lookup(this.#key(key));
+    return bytes === null ? undefined : this.#decodeValue(bytes);
+  }
+
+  /** Whether `key` is in the map. */
+  has(key) {
+    return this.#native.lookup(this.#key(key)) !== null;
+  }
+
+  /**
+   * Sets `key` to `value`, encoded from the map's value type (plain objects
+   * for structs: missing fields are zero, unknown fields an error). For
+   * per-CPU maps: one value for every CPU, or an array of one per CPU.
+   */
+  set(key, value) {
+    const k = this.#key(key);
+    const layout = this.#info.valueLayout;
+    if (!this.#perCpu) {
+      this.#native.update(k, this.#encode(layout, value, this.valueSize, 'value'));
+      return;
+    }
+    const n = possibleCpus();
+    if (Array.isArray(value) && !(layout && layout.kind === 'array')) {
+      if (value.length !== n) {
+        throw codedError('ERR_BPF_INVALID_VALUE', `map '${this.name}' is per-CPU: give one value, or an array of ${n} (one per possible CPU), not ${value.length}`);
+      }
+      this.#native.update(k, Buffer.concat(value.map((v) => this.#encode(layout, v, this.valueSize, 'value'))));
+      return;
+    }
+    const one = this.#encode(layout, value, this.valueSize, 'value');
+    this.#native.update(k, Buffer.concat(Array.from({ length: n }, () => one)));
+  }
+
+  /** Deletes `key`; returns whether it was there. (Array maps cannot delete: set the value to zero, or `clear()`.) */
+  delete(key) {
+    return this.#native.delete(this.#key(key));
+  }
+
+  /** Every key. */
+  keys() {
+    return pieces(this.#native.keys(), this.keySize).map((k) => this.#decodeKey(k));
+  }
+
+  /** Every value. */
+  values() {
+    return this.entries().map(([, v]) => v);
+  }
+
+  /** Every `[key, value]` pair. */
+  entries() {
+    return this.#entries(this.#native.entries());
+  }
+
+  /** Iterates over `[key, value]` pairs (a snapshot of the map). */
+  [Symbol.iterator]() {
+    return this.entries()[Symbol.iterator]();
+  }
+
+  /** How many keys the map holds (array maps: always `maxEntries`). */
+  count() {
+    return this.#native.count();
+  }
+
+  /** `count()`, as a property. */
+  get size() {
+    return this.count();
+  }
+
+  /** Removes every entry (array maps: sets every value to zero). */
+  clear() {
+    this.#native.clear();
+  }
+
+  /** Every `[key, value]` pair of a hash map, read with the batch syscall (fewer syscalls than `entries()` on big maps). */
+  getBatch() {
+    return this.#entries(this.#native.batch(false));
+  }
+
+  /**
+   * Every `[key, value]` pair of a hash map, removed as it is read: for
+   * counters that the program keeps adding to, nothing is counted twice or
+   * lost between the read and the delete.
+   */
+  lookupAndDeleteBatch() {
+    return this.#entries(this.#native.batch(true));
+  }
+
+  /**
+   * Streams the records of a BPF_MAP_TYPE_RINGBUF map: `callback(record)`
+   * once per record, on the main thread, in order. With `type`, records are
+   * decoded into objects; without, they are Buffers (views of the batch:
+   * copy one to keep it); with `batch`, `callback(data, ends)` once per batch.
+   */
+  openRingBuffer(callback, options = {}) {
+    return this.#open('ring', callback, options, (dispatch, native) => this.#native.openRingBuffer(dispatch, native));
+  }
+
+  /** Streams the records of a BPF_MAP_TYPE_PERF_EVENT_ARRAY map: `callback(cpu, record)` once per record, on the main thread. */
+  openPerfBuffer(callback, options = {}) {
+    return this.#open('perf', callback, options, (dispatch, native) => this.#native.openPerfBuffer(dispatch, native));
+  }
+
+  #open(kind, callback, options, openNative) {
+    options ??= {};
+    const method = kind === 'ring' ? 'openRingBuffer' : 'openPerfBuffer';
+    if (typeof callback !== 'function') {
+      throw codedError('ERR_INVALID_ARG_TYPE', `${method}(callback, options): the callback must be a function, got ${callback === null ? 'null' : typeof callback}`);
+    }
+    for (const name of ['lost', 'error']) {
+      if (options[name] !== undefined && typeof options[name] !== 'function') {
+        throw codedError('ERR_INVALID_ARG_TYPE', `${method}(): option ${name} must be a function`);
+      }
+    }
+    let decode = null;
+    let typeName;
+    if (options.type !== undefined) {
+      if (options.batch) {
+        throw codedError('ERR_BPF_INVALID_VALUE', 'options batch and type do not go together: a batch is raw records (decode each with your own code, or drop batch)');
+      }
+      const layout = this.#track.typeLayout(String(options.type));
+      if (layout.kind !== 'struct' && layout.kind !== 'union') {
+        throw codedError('ERR_BPF_INVALID_VALUE', `type '${options.type}' is a ${layout.kind}, not a struct: records decode as structs`);
+      }
+      decode = codec.decoder(layout, options);
+      typeName = codec.typeName(layout);
+    }
+    const { pollInterval, queueSize, pageCount, wakeupBytes } = options;
+    const buffer = new EventBuffer({
+      kind,
+      map: this.name,
+      callback,
+      perCpu: kind === 'perf',
+      decode,
+      typeName,
+      lost: options.lost,
+      onError: options.error,
+      batch: Boolean(options.batch),
+      open: (dispatch) => openNative(dispatch, { pollInterval, queueSize, pageCount, wakeupBytes }),
+      onClose: this.#track.closed,
+    });
+    this.#track.opened(buffer);
+    return buffer;
+  }
+}
+
+module.exports = { BpfMap, possibleCpus };

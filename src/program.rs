@@ -1,0 +1,88 @@
+//! A program of an object (`obj.programs.<name>`): what attach calls take,
+//! and the kernel's counters of it.
+
+use std::os::fd::{AsFd, AsRawFd};
+
+use napi_derive::napi;
+
+use crate::{
+  error::{err, guard, BpfResult, Code, Result},
+  object::{borrow, Shared},
+};
+
+/// A program of an object, as `obj.programs.<name>`; attach calls take it
+/// (or its name).
+#[napi]
+pub struct BpfProgram {
+  pub(crate) state: Shared,
+  pub(crate) name: String,
+  section: String,
+}
+
+impl BpfProgram {
+  pub(crate) fn new(state: Shared, name: String, section: String) -> Self {
+    BpfProgram { state, name, section }
+  }
+}
+
+#[napi]
+impl BpfProgram {
+  /// The C function name.
+  #[napi(getter)]
+  pub fn name(&self) -> String {
+    self.name.clone()
+  }
+
+  /// The ELF section (`SEC("...")`), e.g. `tp/syscalls/sys_enter_openat`.
+  #[napi(getter)]
+  pub fn section(&self) -> String {
+    self.section.clone()
+  }
+
+  /// What the kernel counts for this program (loads the object if it is
+  /// not loaded yet).
+  #[napi(getter)]
+  pub fn stats(&self) -> Result<ProgramStats> {
+    guard(|| self.read_stats())
+  }
+}
+
+impl BpfProgram {
+  /// The program's `bpf_prog_info`. libbpf-rs reads it only while listing
+  /// every program of the system (ProgInfoIter); this asks for one fd.
+  fn read_stats(&self) -> BpfResult<ProgramStats> {
+    let mut state = borrow(&self.state)?;
+    let fd = state.program(&self.name)?.as_fd().as_raw_fd();
+    let mut info = libbpf_sys::bpf_prog_info::default();
+    let mut len = std::mem::size_of::<libbpf_sys::bpf_prog_info>() as u32;
+    // SAFETY: a valid program fd and an info struct of `len` bytes.
+    let rc = unsafe { libbpf_sys::bpf_prog_get_info_by_fd(fd, &mut info, &mut len) };
+    if rc < 0 {
+      let os = std::io::Error::from_raw_os_error(-rc);
+      return err(Code::Load, format!("reading the kernel's counters of program '{}': {os}", self.name));
+    }
+    Ok(ProgramStats {
+      id: info.id,
+      recursion_misses: info.recursion_misses as f64,
+      run_count: info.run_cnt as f64,
+      run_time_ns: info.run_time_ns as f64,
+    })
+  }
+}
+
+/// A program's counters in the kernel (`prog.stats`).
+#[napi(object)]
+pub struct ProgramStats {
+  /// The kernel's id of the program (as `bpftool prog show` lists it).
+  pub id: u32,
+  /// Runs the kernel skipped, each an event that this program did not see:
+  /// the program was already running on that CPU, or (kprobes, perf-event
+  /// uprobes and tracepoints) a BPF map operation of a syscall or another
+  /// BPF program was in progress there. Counted since Linux 5.12, and not
+  /// every kind everywhere: 6.1 does not count the perf-event ones.
+  pub recursion_misses: f64,
+  /// Runs, counted only while the sysctl `kernel.bpf_stats_enabled` is 1.
+  pub run_count: f64,
+  /// Time spent running, counted only while `kernel.bpf_stats_enabled` is 1.
+  pub run_time_ns: f64,
+}
