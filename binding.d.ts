@@ -242,6 +242,12 @@ export declare class Symbolizer {
 }
 
 /**
+ * Panics inside `guard`: lets the test suite check that a Rust panic
+ * reaches JavaScript as an ERR_BPF_INTERNAL error, not as an abort.
+ */
+export declare function __panicForTests(): void
+
+/**
  * Options of `attachKprobe`, `attachKretprobe`, `attachTracepoint` and
  * `attachRawTracepoint`.
  */

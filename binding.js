@@ -841,6 +841,7 @@ module.exports.NativeBuffer = nativeBinding.NativeBuffer
 module.exports.NativeMap = nativeBinding.NativeMap
 module.exports.ObjectHandle = nativeBinding.ObjectHandle
 module.exports.Symbolizer = nativeBinding.Symbolizer
+module.exports.__panicForTests = nativeBinding.__panicForTests
 module.exports.dwarfMemberOffset = nativeBinding.dwarfMemberOffset
 module.exports.elfSymbols = nativeBinding.elfSymbols
 module.exports.features = nativeBinding.features

@@ -106,4 +106,24 @@ function workloadOf(stderr) {
   return m && { pid: Number(m[1]), info: JSON.parse(m[2]) };
 }
 
-module.exports = { bpf, root, objectPath, buildFixture, sleep, waitFor, kernelIds, added, throwsCode, startExample, workloadOf, twoFiles, openBoth };
+/** Starts __test__/fixtures/getppid_loop for `n` getppid calls; they start on `go()`. */
+function getppidLoop(n) {
+  const { spawn } = require('node:child_process');
+  const child = spawn(buildFixture('getppid_loop'), [String(n)], { stdio: ['pipe', 'pipe', 'inherit'] });
+  let out = '';
+  child.stdout.on('data', (d) => (out += d));
+  const exited = new Promise((resolve) => child.on('exit', (code) => resolve({ code, nsPerCall: parseFloat(out) })));
+  return { child, exited, go: () => child.stdin.end('go\n') };
+}
+
+/** stream.bpf.o attached for process `pid`: a record per getppid call, `seq` counting from 0. */
+function streamer(pid, { sink = 1, noWakeup = false } = {}) {
+  const obj = bpf.loadBpfProgram(objectPath('stream'));
+  obj.setGlobalVariable('target_pid', pid);
+  obj.setGlobalVariable('sink', sink);
+  obj.setGlobalVariable('no_wakeup', noWakeup);
+  obj.attachTracepoint('syscalls', 'sys_enter_getppid', 'handle_enter_getppid');
+  return obj;
+}
+
+module.exports = { bpf, root, objectPath, getppidLoop, streamer, buildFixture, sleep, waitFor, kernelIds, added, throwsCode, startExample, workloadOf, twoFiles, openBoth };

@@ -184,3 +184,10 @@ impl BpfError {
 pub fn err<T>(code: Code, message: impl Into<String>) -> BpfResult<T> {
   Err(BpfError::new(code, message))
 }
+
+/// Panics inside `guard`: lets the test suite check that a Rust panic
+/// reaches JavaScript as an ERR_BPF_INTERNAL error, not as an abort.
+#[napi_derive::napi(js_name = "__panicForTests")]
+pub fn panic_for_tests() -> Result<()> {
+  guard(|| panic!("a deliberate panic, for the tests"))
+}

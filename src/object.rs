@@ -255,10 +255,8 @@ impl ObjectState {
   /// and what the kernel holds (links, programs, maps) is returned, to be
   /// released off the JS thread (see src/release.rs).
   pub fn close(&mut self) -> Garbage {
-    for sink in std::mem::take(&mut self.buffers) {
-      sink.close();
-    }
-    Garbage::new(std::mem::take(&mut self.links), std::mem::replace(&mut self.stage, Stage::Closed))
+    let consumers = std::mem::take(&mut self.buffers).iter().filter_map(|sink| sink.close()).collect();
+    Garbage::new(consumers, std::mem::take(&mut self.links), std::mem::replace(&mut self.stage, Stage::Closed))
   }
 }
 

@@ -105,15 +105,16 @@ impl Sink {
   /// the object's garbage collection): nothing more is handed to JavaScript
   /// from here on, the threadsafe function is released (the event loop may
   /// exit) and the poller frees the consumer on its next turn, without
-  /// making the caller wait for it.
-  pub fn close(&self) {
+  /// making the caller wait for it. The receiver says when it has (None:
+  /// closed before).
+  pub fn close(&self) -> Option<Receiver<()>> {
     if self.closed.swap(true, Ordering::AcqRel) {
-      return;
+      return None;
     }
     self.doorbell.release();
-    if let Some(poller) = POLLER.get() {
-      poller.send(Command::Remove(self.id));
-    }
+    let (freed, done) = crossbeam_channel::bounded(1);
+    POLLER.get()?.send(Command::Remove(self.id, freed));
+    Some(done)
   }
 
   fn ring(&self) {
@@ -239,7 +240,8 @@ pub(crate) trait Source: Send {
 
 enum Command {
   Add(u32, Box<dyn Source>, Duration),
-  Remove(u32),
+  /// Frees a source, then says so.
+  Remove(u32, Sender<()>),
 }
 
 /// The process's polling thread.
@@ -351,11 +353,12 @@ fn run(epoll: OwnedFd, wake: Arc<OwnedFd>, commands: Receiver<Command>) {
           let _ = epoll_ctl(&epoll, libc::EPOLL_CTL_ADD, source.epoll_fd(), u64::from(id));
           entries.push(Entry { id, source, interval });
         }
-        Ok(Command::Remove(id)) => {
+        Ok(Command::Remove(id, freed)) => {
           if let Some(i) = entries.iter().position(|e| e.id == id) {
             let entry = entries.swap_remove(i);
             let _ = epoll_ctl(&epoll, libc::EPOLL_CTL_DEL, entry.source.epoll_fd(), 0);
           }
+          let _ = freed.send(());
         }
         Err(crossbeam_channel::TryRecvError::Empty) => break,
         // nobody can send any more: nothing will be added or removed

@@ -11,13 +11,15 @@ use std::{
   sync::{Mutex, OnceLock},
 };
 
-use crossbeam_channel::Sender;
+use crossbeam_channel::{Receiver, Sender};
 use libbpf_rs::Link;
 
 use crate::object::Stage;
 
 /// What a closed object held in the kernel.
 pub(crate) struct Garbage {
+  /// Say when the poller has freed the consumers of the object's buffers.
+  consumers: Vec<Receiver<()>>,
   links: BTreeMap<u32, Vec<Link>>,
   stage: Stage,
 }
@@ -29,14 +31,18 @@ pub(crate) struct Garbage {
 unsafe impl Send for Garbage {}
 
 impl Garbage {
-  pub fn new(links: BTreeMap<u32, Vec<Link>>, stage: Stage) -> Self {
-    Garbage { links, stage }
+  pub fn new(consumers: Vec<Receiver<()>>, links: BTreeMap<u32, Vec<Link>>, stage: Stage) -> Self {
+    Garbage { consumers, links, stage }
   }
 
   fn release(self) {
     // links first: they point at the programs
     drop(self.links);
     drop(self.stage);
+    // the consumers hold duplicates of their maps' fds
+    for freed in self.consumers {
+      let _ = freed.recv_timeout(std::time::Duration::from_secs(1));
+    }
   }
 }
 
@@ -67,7 +73,8 @@ fn releaser() -> Option<&'static Sender<(Garbage, Option<Done>)>> {
 }
 
 /// Releases `garbage` on the release thread, then calls `done` there (on
-/// this thread, at once, if that thread could not be started).
+/// this thread, at once, if that thread could not be started). The kernel
+/// frees maps a moment after their last program (an RCU grace period).
 pub(crate) fn later(garbage: Garbage, done: Option<Done>) {
   let job = (garbage, done);
   let job = match releaser() {
