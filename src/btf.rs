@@ -269,3 +269,53 @@ pub fn layout_by_id(btf: &Btf<'_>, id: u32) -> Option<Value> {
   }
   btf.type_by_id::<BtfType<'_>>(TypeId::from(id)).map(|t| layout(btf, t))
 }
+
+#[cfg(test)]
+mod tests {
+  use super::*;
+
+  /// The running kernel's BTF (every kernel this project runs on has it).
+  fn vmlinux() -> Btf<'static> {
+    Btf::from_vmlinux().expect("/sys/kernel/btf/vmlinux")
+  }
+
+  #[test]
+  fn a_struct_of_pointers() {
+    let btf = vmlinux();
+    let t = find_named(&btf, "struct list_head").expect("list_head");
+    let l = layout(&btf, t);
+    assert_eq!(l["kind"], "struct");
+    assert_eq!(l["size"], 16);
+    assert_eq!(l["fields"][0], json!({"name": "next", "offset": 0, "type": {"kind": "ptr", "size": 8}}));
+    assert_eq!(l["fields"][1]["offset"], 8);
+  }
+
+  #[test]
+  fn signed_and_unsigned_integers_and_typedefs() {
+    let btf = vmlinux();
+    let t = find_named(&btf, "timespec64").expect("struct timespec64");
+    let l = layout(&btf, t);
+    // time64_t tv_sec (a typedef of s64), long tv_nsec
+    assert_eq!(l["fields"][0]["type"], json!({"kind": "int", "size": 8, "signed": true}));
+    assert_eq!(l["fields"][1]["offset"], 8);
+    assert_eq!(c_name(t), "struct timespec64");
+  }
+
+  #[test]
+  fn char_arrays_are_strings_and_enums_have_their_values() {
+    let btf = vmlinux();
+    let task = find_named(&btf, "struct task_struct").expect("task_struct");
+    let l = layout(&btf, task);
+    let comm = l["fields"].as_array().unwrap().iter().find(|f| f["name"] == "comm").expect("comm");
+    assert_eq!(comm["type"], json!({"kind": "string", "size": 16}));
+    let e = layout(&btf, find_named(&btf, "enum bpf_map_type").expect("enum bpf_map_type"));
+    assert_eq!(e["kind"], "enum");
+    assert!(e["values"].as_array().unwrap().iter().any(|v| v[0] == "BPF_MAP_TYPE_RINGBUF" && v[1] == 27));
+  }
+
+  #[test]
+  fn unknown_names_are_not_found() {
+    let btf = vmlinux();
+    assert!(find_named(&btf, "struct no_such_struct_here").is_none());
+  }
+}

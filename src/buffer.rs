@@ -222,30 +222,45 @@ struct PerfSource {
 // SAFETY: made on the JS thread, then used by the poller thread alone.
 unsafe impl Send for PerfSource {}
 
+/// A record of a perf buffer, as the kernel writes it.
+#[derive(Debug, PartialEq)]
+enum PerfRecord<'a> {
+  /// PERF_RECORD_SAMPLE: header (u32 type, u16 misc, u16 size), u32 size, data.
+  Sample(&'a [u8]),
+  /// PERF_RECORD_LOST: header, u64 id, u64 lost.
+  Lost(u64),
+  Other,
+}
+
+/// Reads one whole record (`bytes` starts at its header).
+fn parse_perf_record(bytes: &[u8]) -> PerfRecord<'_> {
+  let u32_at = |at: usize| bytes.get(at..at + 4).map(|b| u32::from_ne_bytes(b.try_into().unwrap()));
+  match u32_at(0) {
+    Some(libbpf_sys::PERF_RECORD_SAMPLE) => match u32_at(8) {
+      Some(size) => bytes.get(12..12 + size as usize).map_or(PerfRecord::Other, PerfRecord::Sample),
+      None => PerfRecord::Other,
+    },
+    Some(libbpf_sys::PERF_RECORD_LOST) => {
+      bytes.get(16..24).map_or(PerfRecord::Other, |b| PerfRecord::Lost(u64::from_ne_bytes(b.try_into().unwrap())))
+    }
+    _ => PerfRecord::Other,
+  }
+}
+
 /// Called by libbpf for each perf record.
 ///
 /// # Safety
 /// `ctx` is the PerfSource's boxed collector and `header` a whole,
 /// contiguous record, as perf_buffer__new_raw promises.
 unsafe extern "C" fn on_perf_event(ctx: *mut c_void, cpu: c_int, header: *mut libbpf_sys::perf_event_header) -> libbpf_sys::bpf_perf_event_ret {
-  // SAFETY: see the function's contract.
-  let (collector, kind) = unsafe { (&mut *ctx.cast::<Collector>(), (*header).type_) };
-  let base = header.cast::<u8>();
-  match kind {
-    libbpf_sys::PERF_RECORD_SAMPLE => {
-      // SAFETY: a sample record: header, u32 size, `size` bytes of data.
-      let record = unsafe {
-        let size = base.add(8).cast::<u32>().read_unaligned() as usize;
-        std::slice::from_raw_parts(base.add(12), size)
-      };
-      collector.push(cpu as u32, record);
-    }
-    libbpf_sys::PERF_RECORD_LOST => {
-      // SAFETY: a lost record: header, u64 id, u64 lost.
-      let lost = unsafe { base.add(16).cast::<u64>().read_unaligned() };
-      collector.kernel_lost(cpu as u32, lost);
-    }
-    _ => {}
+  // SAFETY: see the function's contract; the header's size covers the record.
+  let (collector, bytes) = unsafe {
+    (&mut *ctx.cast::<Collector>(), std::slice::from_raw_parts(header.cast::<u8>(), usize::from((*header).size)))
+  };
+  match parse_perf_record(bytes) {
+    PerfRecord::Sample(data) => collector.push(cpu as u32, data),
+    PerfRecord::Lost(n) => collector.kernel_lost(cpu as u32, n),
+    PerfRecord::Other => {}
   }
   libbpf_sys::LIBBPF_PERF_EVENT_CONT
 }
@@ -296,5 +311,38 @@ impl Drop for PerfSource {
   fn drop(&mut self) {
     // SAFETY: freed once, before the collector and the map fd it uses.
     unsafe { libbpf_sys::perf_buffer__free(self.pb) };
+  }
+}
+
+#[cfg(test)]
+mod tests {
+  use super::*;
+
+  fn header(kind: u32, size: usize) -> Vec<u8> {
+    let mut b = vec![0u8; size];
+    b[0..4].copy_from_slice(&kind.to_ne_bytes());
+    b[6..8].copy_from_slice(&(size as u16).to_ne_bytes());
+    b
+  }
+
+  #[test]
+  fn perf_samples_and_losses_are_parsed() {
+    let mut sample = header(libbpf_sys::PERF_RECORD_SAMPLE, 20);
+    sample[8..12].copy_from_slice(&5u32.to_ne_bytes());
+    sample[12..17].copy_from_slice(b"hello");
+    assert_eq!(parse_perf_record(&sample), PerfRecord::Sample(b"hello"));
+    let mut lost = header(libbpf_sys::PERF_RECORD_LOST, 24);
+    lost[16..24].copy_from_slice(&7u64.to_ne_bytes());
+    assert_eq!(parse_perf_record(&lost), PerfRecord::Lost(7));
+  }
+
+  #[test]
+  fn truncated_or_unknown_records_are_skipped() {
+    let mut sample = header(libbpf_sys::PERF_RECORD_SAMPLE, 14);
+    sample[8..12].copy_from_slice(&100u32.to_ne_bytes()); // claims more than there is
+    assert_eq!(parse_perf_record(&sample), PerfRecord::Other);
+    assert_eq!(parse_perf_record(&header(libbpf_sys::PERF_RECORD_LOST, 12)), PerfRecord::Other);
+    assert_eq!(parse_perf_record(&header(libbpf_sys::PERF_RECORD_COMM, 16)), PerfRecord::Other);
+    assert_eq!(parse_perf_record(&[]), PerfRecord::Other);
   }
 }

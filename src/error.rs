@@ -159,10 +159,12 @@ fn describe(err: &libbpf_rs::Error) -> String {
 /// ERR_BPF_INTERNAL error instead of aborting the process (a panic must never
 /// unwind into napi).
 pub fn guard<T>(body: impl FnOnce() -> BpfResult<T>) -> Result<T> {
-  match std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)) {
-    Ok(result) => result.map_err(Into::into),
-    Err(payload) => Err(BpfError::internal(&*payload).into()),
-  }
+  catch(body).map_err(Into::into)
+}
+
+/// `body`'s result, or its panic as an ERR_BPF_INTERNAL error.
+fn catch<T>(body: impl FnOnce() -> BpfResult<T>) -> BpfResult<T> {
+  std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)).unwrap_or_else(|payload| Err(BpfError::internal(&*payload)))
 }
 
 impl BpfError {
@@ -190,4 +192,32 @@ pub fn err<T>(code: Code, message: impl Into<String>) -> BpfResult<T> {
 #[napi_derive::napi(js_name = "__panicForTests")]
 pub fn panic_for_tests() -> Result<()> {
   guard(|| panic!("a deliberate panic, for the tests"))
+}
+
+#[cfg(test)]
+mod tests {
+  use super::*;
+
+  #[test]
+  fn errno_is_found_at_the_root_of_a_libbpf_error() {
+    let e = libbpf_rs::Error::from(std::io::Error::from_raw_os_error(libc::ENOENT));
+    assert_eq!(errno_of(&e), Some(libc::ENOENT));
+    let plain = libbpf_rs::Error::from(std::io::Error::other("no errno here"));
+    assert_eq!(errno_of(&plain), None);
+  }
+
+  #[test]
+  fn a_panic_is_an_internal_error() {
+    let e = catch(|| -> BpfResult<()> { panic!("boom {}", 1) }).unwrap_err();
+    assert_eq!(e.code, Code::Internal);
+    assert!(e.message.contains("boom 1") && e.message.contains("please report it"), "{}", e.message);
+    assert_eq!(catch(|| Ok(5)).unwrap(), 5);
+  }
+
+  #[test]
+  fn codes_are_stable_strings() {
+    assert_eq!(Code::Internal.as_str(), "ERR_BPF_INTERNAL");
+    assert_eq!(Code::Reentrant.as_str(), "ERR_BPF_REENTRANT");
+    assert_eq!(Code::NotSupported.as_str(), "ENOTSUP");
+  }
 }

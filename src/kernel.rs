@@ -134,6 +134,7 @@ pub struct Features {
 #[napi_derive::napi]
 pub fn features() -> Features {
   crate::libbpf_log::install();
+  // SAFETY: libbpf's probe makes and closes a map of its own; no options.
   let map_type = |t: libbpf_sys::bpf_map_type| unsafe { libbpf_sys::libbpf_probe_bpf_map_type(t, std::ptr::null()) } == 1;
   Features {
     btf: Path::new("/sys/kernel/btf/vmlinux").exists(),
@@ -180,6 +181,10 @@ pub fn uprobe_multi_available() -> bool {
 }
 
 /// Loads `r0 = 0; exit` as a program of `prog_type`; the fd or -1.
+///
+/// # Safety
+/// `btf_id` must be 0 or a BTF id of the running kernel's vmlinux; the
+/// caller owns (and closes) the returned fd.
 unsafe fn load_return_zero(prog_type: libbpf_sys::bpf_prog_type, attach_type: libbpf_sys::bpf_attach_type, btf_id: u32) -> i32 {
   let mut insns: [libbpf_sys::bpf_insn; 2] = std::mem::zeroed();
   insns[0].code = 0xb7; // r0 = 0
