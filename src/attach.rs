@@ -301,6 +301,13 @@ impl ObjectHandle {
               Code::Attach,
               "the program is already attached to this tracepoint (the kernel takes a program once per tracepoint)",
             ),
+            Some(libc::E2BIG) => BpfError::new(
+              Code::Attach,
+              format!(
+                "tracepoint {category}:{name} already has 64 BPF programs attached, the kernel's limit (BPF_TRACE_MAX_PROGS): \
+                 close the objects you no longer need (a closed object's links go a moment after close(); await obj.closeAsync() to wait for them)"
+              ),
+            ),
             _ => BpfError::libbpf(Code::Attach, "tracepoint", &e),
           })
       })?)
