@@ -10,6 +10,7 @@ mod globals;
 mod kernel;
 mod libbpf_log;
 mod map;
+mod names;
 mod object;
 mod poller;
 mod runtime;
