@@ -13,13 +13,17 @@ function objectPath(name) {
   return path.join(root, 'bpf', '.output', `${name}.bpf.o`);
 }
 
-/** Builds `__test__/fixtures/<name>.c` with gcc (once) and returns the binary. */
-function buildFixture(name) {
-  const out = path.join(__dirname, '.build', name);
-  const src = path.join(__dirname, 'fixtures', `${name}.c`);
+/**
+ * Builds `__test__/fixtures/<name>.c` with gcc, or `<name>.cpp` with g++,
+ * with `flags` added (once) and returns the binary.
+ */
+function buildFixture(name, flags = []) {
+  const cpp = fs.existsSync(path.join(__dirname, 'fixtures', `${name}.cpp`));
+  const out = path.join(__dirname, '.build', [name, ...flags].join(''));
+  const src = path.join(__dirname, 'fixtures', `${name}.${cpp ? 'cpp' : 'c'}`);
   if (!fs.existsSync(out) || fs.statSync(out).mtimeMs < fs.statSync(src).mtimeMs) {
     fs.mkdirSync(path.dirname(out), { recursive: true });
-    execFileSync('gcc', ['-O1', '-g', '-o', out, src]);
+    execFileSync(cpp ? 'g++' : 'gcc', ['-O1', '-g', ...flags, '-o', out, src]);
   }
   return out;
 }

@@ -39,6 +39,35 @@ test('dwarfMemberOffset reads a struct member offset from DWARF', () => {
   throwsCode(assert, () => bpf.dwarfMemberOffset(binary, 'nope', 'y'), 'ERR_BPF_UNKNOWN_NAME', /no DWARF struct 'nope'/);
 });
 
+test('dwarfMemberOffset finds C++ members in namespaces, whatever form DWARF gives the offset', () => {
+  // DWARF 4 and 5 write the offsets 0, 304 and 70312 as data1, data2 and
+  // data4; strict DWARF 2 as DW_OP_plus_uconst expressions, and without
+  // namespaces (DW_TAG_namespace is DWARF 3): there, only bare names
+  for (const flags of [['-gdwarf-4'], ['-gdwarf-5'], ['-gdwarf-2', '-gstrict-dwarf']]) {
+    const binary = buildFixture('member_offsets', flags);
+    const namespaces = flags[0] !== '-gdwarf-2';
+    // `outer::inner::Wide::mid 304` per line: the offsets the compiler computed (offsetof)
+    const printed = execFileSync(binary, { encoding: 'utf8' }).trim().split('\n').map((line) => line.split(' '));
+    assert.deepStrictEqual(printed.map(([, offset]) => Number(offset)), [0, 304, 70312, 8], 'one offset of each size');
+    for (const [qualified, offset] of printed) {
+      const names = qualified.split('::');
+      const member = names.pop();
+      const struct = namespaces ? names.join('::') : names.at(-1);
+      assert.strictEqual(bpf.dwarfMemberOffset(binary, struct, member), Number(offset), `${struct} ${member} ${flags.join(' ')}`);
+    }
+    // the bare name finds the struct too; a class is a struct
+    assert.strictEqual(bpf.dwarfMemberOffset(binary, 'Wide', 'far'), 70312);
+    assert.strictEqual(bpf.dwarfMemberOffset(binary, 'Shape', 'area'), 8);
+    if (namespaces) {
+      assert.strictEqual(bpf.dwarfMemberOffset(binary, 'inner::Wide', 'mid'), 304, 'so does the end of the qualified name');
+      throwsCode(assert, () => bpf.dwarfMemberOffset(binary, 'outer::Wide', 'mid'), 'ERR_BPF_UNKNOWN_NAME', /no DWARF struct 'outer::Wide'/);
+    }
+    throwsCode(assert, () => bpf.dwarfMemberOffset(binary, 'Wide', 'last'), 'ERR_BPF_UNKNOWN_NAME', /struct Wide .* has no member 'last'/);
+    throwsCode(assert, () => bpf.dwarfMemberOffset(binary, 'Shape', 'closed'), 'ERR_BPF_INVALID_VALUE', /'closed' of struct Shape .* is a bit-field/);
+    throwsCode(assert, () => bpf.dwarfMemberOffset(binary, 'Shape', 'made'), 'ERR_BPF_INVALID_VALUE', /'made' of struct Shape .* is static/);
+  }
+});
+
 test('flameGraph draws folded stacks as an SVG', () => {
   const svg = bpf.flameGraph('main;work;hotLoop 30\nmain;idle 10\n', { title: 'test graph' });
   assert.match(svg, /^<\?xml/);

@@ -12,6 +12,7 @@ mod globals;
 mod kernel;
 mod libbpf_log;
 mod map;
+mod names;
 mod object;
 mod perf_event;
 mod poller;

@@ -1,0 +1,15 @@
+//! Symbols: addresses to names (kernel frames from /proc/kallsyms, native
+//! frames from ELF and DWARF, JavaScript frames from the perf map that
+//! `node --perf-basic-prof` writes) with blazesym; the function symbols of
+//! an ELF file; struct member offsets from DWARF; flame graphs of folded
+//! stacks. One file per concern:
+//!
+//! - `symbolizer`: `Symbolizer` and its `Frame`s (blazesym)
+//! - `elf`: `elfSymbols` and the ELF reading shared with `dwarf`
+//! - `dwarf`: `dwarfMemberOffset`
+//! - `flame_graph`: `flameGraph` (inferno)
+
+mod dwarf;
+mod elf;
+mod flame_graph;
+mod symbolizer;
