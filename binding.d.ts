@@ -285,7 +285,9 @@ export interface BufferOptions {
 
 /**
  * The byte offset of member `member` in struct `structName`, from the DWARF
- * of an ELF file (e.g. `runtime.g` and `goid` in a Go binary).
+ * of an ELF file (e.g. `runtime.g` and `goid` in a Go binary). A C++ struct
+ * or class is found by its qualified name (`ns::Foo`) or its bare name
+ * (`Foo`).
  */
 export declare function dwarfMemberOffset(path: string, structName: string, member: string): number
 
@@ -305,6 +307,13 @@ export interface ElfSymbol {
  * `pthread_mutex_*` of libc.
  */
 export declare function elfSymbols(path: string): Array<ElfSymbol>
+
+/**
+ * The name of an errno, kernel-internal ones included (`ERESTARTSYS`,
+ * which a syscall's exit tracepoint can see): `errnoName(115)` and
+ * `errnoName(-115)` are `EINPROGRESS`; null when it has none.
+ */
+export declare function errnoName(errno: number): string | null
 
 /** Probes the running kernel for what node-libbpf can use on it. */
 export declare function features(): Features
@@ -456,6 +465,14 @@ export interface ProgramStats {
   /** Time spent running, counted only while `kernel.bpf_stats_enabled` is 1. */
   runTimeNs: number
 }
+
+/**
+ * The names of the syscalls of `arch` (`x86_64` or `arm64`; default: the
+ * architecture this runs on), indexed by syscall number, '' where no
+ * syscall has the number: `syscallNames('x86_64')[257]` is `openat`.
+ * x86_64's x32 syscalls (512 and up) are not in it.
+ */
+export declare function syscallNames(arch?: 'x86_64' | 'arm64'): Array<string>
 
 /** Options of `attachUprobeMulti`. */
 export interface UprobeMultiOptions {

@@ -35,8 +35,10 @@ export {
   UprobeOptions,
   dwarfMemberOffset,
   elfSymbols,
+  errnoName,
   features,
   flameGraph,
+  syscallNames,
 } from './binding'
 
 /** How typed values are decoded. */

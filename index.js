@@ -25,4 +25,6 @@ module.exports = {
   elfSymbols: native.elfSymbols,
   dwarfMemberOffset: native.dwarfMemberOffset,
   flameGraph: native.flameGraph,
+  errnoName: native.errnoName,
+  syscallNames: native.syscallNames,
 };
