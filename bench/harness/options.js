@@ -37,6 +37,8 @@ function parseOptions(argv = process.argv.slice(2)) {
   for (const k of ['reps', 'n', 'httpRounds']) {
     if (!(Number.isInteger(opts[k]) && opts[k] > 0)) throw Object.assign(new Error(`--${k === 'httpRounds' ? 'http-rounds' : k} must be a positive integer`), { code: 'ERR_BENCH_USAGE' });
   }
+  // each traced second is compared with the untraced seconds on both sides
+  if (opts.httpRounds < 3) throw Object.assign(new Error('--http-rounds must be 3 or more (a traced second needs an untraced one on each side)'), { code: 'ERR_BENCH_USAGE' });
   return opts;
 }
 
