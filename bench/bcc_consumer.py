@@ -1,12 +1,14 @@
 #!/usr/bin/python3
-"""The benchmark's BCC consumer: the same record as bench.bpf.c, written by a
-BCC program (compiled by BCC at start, with the kernel headers that
-bench/run.js unpacks and passes in BCC_KERNEL_SOURCE), read by Python.
+"""The benchmark's BCC consumer: the same record as __test__/bpf/stream.bpf.c
+(the benchmark's program), written by a BCC program (compiled by BCC at
+start, with the kernel headers that bench/setup.sh unpacks and the bench
+passes in BCC_KERNEL_SOURCE), read by Python.
 
   bcc_consumer.py perf|ring PID N
 
 Prints "ready" once attached; after SIGUSR1 drains until received + lost == N
-or nothing came for 500 ms, then prints one JSON line (as bench/consumer.c).
+or nothing came for 500 ms, then prints one JSON line (as bench/consumer.c;
+cpu_s from getrusage(RUSAGE_SELF): every thread of the process).
 """
 import ctypes as ct
 import json
@@ -30,7 +32,7 @@ struct event {
 };
 BPF_ARRAY(stats, u64, 3); /* seq, ring_full, perf_errors */
 #if RING
-BPF_RINGBUF_OUTPUT(events, 2048); /* 8 MiB, as bench.bpf.c */
+BPF_RINGBUF_OUTPUT(events, 2048); /* 8 MiB, as bench/.build/stream.bpf.o */
 #else
 BPF_PERF_OUTPUT(events);
 #endif
@@ -139,6 +141,6 @@ print(json.dumps({
     "missing": n - state["unique"],
     "first_ts": state["first_ts"],
     "last_ns": state["last_ns"],
-    "cpu_s": round(cpu_seconds() - cpu_at_ready, 3),
+    "cpu_s": round(cpu_seconds() - cpu_at_ready, 6),
 }), flush=True)
 os._exit(0)  # skips BCC's table destructors, which raise at interpreter exit

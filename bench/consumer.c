@@ -1,6 +1,6 @@
 /* The benchmark's reference consumer: C + libbpf (Debian's libbpf-dev) on the
- * same object as the node-libbpf consumers (bench.bpf.o), or a reader of
- * bpftrace's printf lines.
+ * same object as the node-libbpf consumers (bench/.build/stream.bpf.o, built
+ * from __test__/bpf/stream.bpf.c), or a reader of bpftrace's printf lines.
  *
  *   consumer ring-nowakeup OBJ PID N   BPF_RB_NO_WAKEUP, ring_buffer__consume every 10 ms
  *   consumer ring-wakeup   OBJ PID N   default (adaptive) wakeups, ring_buffer__poll
@@ -10,8 +10,9 @@
  * Prints "ready" once attached. After SIGUSR1 (the load generator is done)
  * it drains until received + lost == N or nothing came for 500 ms, then
  * prints one JSON line: received, lost (counted by the kernel side), missing
- * (seqs 0..N-1 never received), first_ts (ts of the first record) and
- * last_ns (CLOCK_MONOTONIC when the last record arrived). */
+ * (seqs 0..N-1 never received), first_ts (ts of the first record),
+ * last_ns (CLOCK_MONOTONIC when the last record arrived) and cpu_s (user +
+ * system seconds of this process, getrusage(RUSAGE_SELF), since "ready"). */
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
@@ -26,7 +27,7 @@
 #include <bpf/libbpf.h>
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
-#include "bench.h"
+#include "stream.h"
 
 static volatile sig_atomic_t finishing;
 static unsigned char *seen;
@@ -69,7 +70,7 @@ static inline void count(unsigned long long seq, unsigned long long ts)
 
 static int on_ring(void *ctx, void *data, size_t size)
 {
-	const struct event *e = data;
+	const struct stream_event *e = data;
 
 	(void)ctx;
 	if (size >= sizeof(*e))
@@ -79,7 +80,7 @@ static int on_ring(void *ctx, void *data, size_t size)
 
 static void on_perf(void *ctx, int cpu, void *data, __u32 size)
 {
-	const struct event *e = data;
+	const struct stream_event *e = data;
 
 	(void)ctx;
 	(void)cpu;
@@ -94,6 +95,25 @@ static void on_perf_lost(void *ctx, int cpu, __u64 n)
 	perf_lost += n;
 }
 
+/* the offset of global `var` in data section `sec` (".rodata", ".bss"), or -1 */
+static long var_offset(struct bpf_object *obj, const char *sec, const char *var)
+{
+	struct btf *btf = bpf_object__btf(obj);
+	int id = btf ? btf__find_by_name(btf, sec) : -1;
+	const struct btf_type *t;
+	const struct btf_var_secinfo *vs;
+
+	if (id < 0)
+		return -1;
+	t = btf__type_by_id(btf, id);
+	vs = btf_var_secinfos(t);
+	for (int i = 0; i < btf_vlen(t); i++, vs++) {
+		if (!strcmp(btf__name_by_offset(btf, btf__type_by_id(btf, vs->type)->name_off), var))
+			return vs->offset;
+	}
+	return -1;
+}
+
 static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list args)
 {
 	if (level == LIBBPF_WARN)
@@ -103,7 +123,7 @@ static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list 
 
 static void report(unsigned long long lost)
 {
-	printf("{\"received\":%llu,\"lost\":%llu,\"missing\":%llu,\"first_ts\":%llu,\"last_ns\":%llu,\"cpu_s\":%.3f}\n",
+	printf("{\"received\":%llu,\"lost\":%llu,\"missing\":%llu,\"first_ts\":%llu,\"last_ns\":%llu,\"cpu_s\":%.6f}\n",
 	       received, lost, (unsigned long long)n_expected - unique, first_ts, last_ns, cpu_seconds() - cpu_at_ready);
 	fflush(stdout);
 }
@@ -179,7 +199,9 @@ int main(int argc, char **argv)
 	struct bpf_link *link;
 	struct ring_buffer *rb = NULL;
 	struct perf_buffer *pb = NULL;
-	const struct bench_stats *stats;
+	const void *bss_data;
+	const volatile __u64 *ring_full;
+	long ring_full_at;
 	unsigned long long last_seen = 0, quiet_since = 0;
 	size_t bss_size;
 	bool ring, nowakeup;
@@ -218,28 +240,18 @@ int main(int argc, char **argv)
 		size_t sz;
 		const void *init = rodata ? bpf_map__initial_value(rodata, &sz) : NULL;
 		char *ro = init ? malloc(sz) : NULL;
-		struct btf *btf = bpf_object__btf(obj);
-		int sec = btf ? btf__find_by_name(btf, ".rodata") : -1;
-		const struct btf_type *t;
-		const struct btf_var_secinfo *vs;
+		long pid_at = var_offset(obj, ".rodata", "target_pid");
+		long sink_at = var_offset(obj, ".rodata", "sink");
+		long wakeup_at = var_offset(obj, ".rodata", "no_wakeup");
 
-		if (!ro || sec < 0) {
-			fprintf(stderr, "no .rodata in %s\n", path);
+		if (!ro || pid_at < 0 || sink_at < 0 || wakeup_at < 0) {
+			fprintf(stderr, "%s: no .rodata target_pid, sink and no_wakeup\n", path);
 			return 1;
 		}
 		memcpy(ro, init, sz);
-		t = btf__type_by_id(btf, sec);
-		vs = btf_var_secinfos(t);
-		for (int i = 0; i < btf_vlen(t); i++, vs++) {
-			const char *name = btf__name_by_offset(btf, btf__type_by_id(btf, vs->type)->name_off);
-
-			if (!strcmp(name, "target_pid"))
-				*(__u32 *)(ro + vs->offset) = pid;
-			else if (!strcmp(name, "sink"))
-				*(__u32 *)(ro + vs->offset) = ring ? SINK_RING : SINK_PERF;
-			else if (!strcmp(name, "no_wakeup"))
-				*(bool *)(ro + vs->offset) = nowakeup;
-		}
+		*(__u32 *)(ro + pid_at) = pid;
+		*(__u32 *)(ro + sink_at) = ring ? SINK_RING : SINK_PERF;
+		*(bool *)(ro + wakeup_at) = nowakeup;
 		if (bpf_map__set_initial_value(rodata, ro, sz)) {
 			fprintf(stderr, "setting .rodata failed\n");
 			return 1;
@@ -251,12 +263,15 @@ int main(int argc, char **argv)
 		fprintf(stderr, "load %s: %s\n", path, strerror(-err));
 		return 1;
 	}
+	/* the .bss is mmapped once loaded: ring_full read in place */
 	bss = bpf_object__find_map_by_name(obj, ".bss");
-	stats = bss ? bpf_map__initial_value(bss, &bss_size) : NULL;
-	if (!stats) {
-		fprintf(stderr, "no mmapped .bss in %s\n", path);
+	bss_data = bss ? bpf_map__initial_value(bss, &bss_size) : NULL;
+	ring_full_at = var_offset(obj, ".bss", "ring_full");
+	if (!bss_data || ring_full_at < 0) {
+		fprintf(stderr, "%s: no mmapped .bss with ring_full\n", path);
 		return 1;
 	}
+	ring_full = (const volatile __u64 *)((const char *)bss_data + ring_full_at);
 	if (ring)
 		rb = ring_buffer__new(bpf_object__find_map_fd_by_name(obj, "events"), on_ring, NULL, NULL);
 	else
@@ -265,7 +280,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "buffer: %s\n", strerror(errno));
 		return 1;
 	}
-	prog = bpf_object__find_program_by_name(obj, "handle_getppid");
+	prog = bpf_object__find_program_by_name(obj, "handle_enter_getppid");
 	link = bpf_program__attach(prog);
 	if (!link) {
 		fprintf(stderr, "attach: %s\n", strerror(errno));
@@ -295,7 +310,7 @@ int main(int argc, char **argv)
 			quiet_since = last_ns;
 		}
 		if (finishing) {
-			unsigned long long lost = ring ? stats->ring_full : perf_lost;
+			unsigned long long lost = ring ? *ring_full : perf_lost;
 
 			if (received + lost >= (unsigned long long)n_expected)
 				break;
@@ -305,7 +320,7 @@ int main(int argc, char **argv)
 				break;
 		}
 	}
-	report(ring ? stats->ring_full : perf_lost); /* perf_errors counts the same drops as PERF_RECORD_LOST */
+	report(ring ? *ring_full : perf_lost); /* perf_errors counts the same drops as PERF_RECORD_LOST */
 	bpf_link__destroy(link);
 	ring_buffer__free(rb);
 	perf_buffer__free(pb);

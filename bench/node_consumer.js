@@ -1,26 +1,42 @@
 'use strict';
-// The benchmark's node-libbpf consumers of bench/.build/bench.bpf.o (the same
-// object as the C consumer). Started by bench/run.js:
+// The benchmark's node-libbpf consumers of bench/.build/stream.bpf.o (the
+// same object as the C consumer, built from __test__/bpf/stream.bpf.c).
+// Started by bench/run.js (the row node-ring-typed-nocodegen runs ring-typed
+// under node --disallow-code-generation-from-strings):
 //
 //   node bench/node_consumer.js MODE OBJ PID N
 //
-//   ring-typed        BPF_RB_NO_WAKEUP; the callback gets decoded objects ({ type: 'event' })
+//   ring-typed        BPF_RB_NO_WAKEUP; the callback gets decoded objects ({ type: 'stream_event' })
 //   ring-typed-wakeup default (adaptive) ring wakeups; decoded objects
 //   ring-raw          BPF_RB_NO_WAKEUP; the callback gets Buffers
 //   ring-batch        BPF_RB_NO_WAKEUP; { batch: true }: one call per batch (data, ends); a build
 //                     without that option exits with "no batch API"
-//   perf-typed        perf buffer with the library's defaults (64 pages, wakeup at a quarter)
+//   perf-typed        perf buffer with the library's defaults (256 pages, 1 MiB per CPU; wakeup at a quarter)
 //   perf-typed-64     perf buffer, pageCount 64 (256 KiB per CPU, the default before the batch API)
 //   perf-typed-wake1  perf buffer as the C consumer: 64 pages, woken for every record (wakeupBytes 1)
 //   backpressure      BPF_RB_NO_WAKEUP; decoded objects; 20 µs of work per record
 //
 // Prints "ready" once attached. After SIGUSR1 (the load generator is done)
 // it waits until received + lost == N or nothing came for 500 ms, then
-// prints one JSON line (as bench/consumer.c, plus RSS figures).
+// prints one JSON line (as bench/consumer.c, plus RSS figures). cpu_s:
+// process.cpuUsage() (getrusage(RUSAGE_SELF): every thread of the process,
+// the addon's poller thread and V8's GC and compiler threads included) from
+// "ready" to the report.
+//
+// A failure (e.g. typed decoding refused under
+// --disallow-code-generation-from-strings) is one line on stderr, name, code
+// and message, and exit status 1: the bench shows it in the row.
 const fs = require('node:fs');
-const path = require('node:path');
+
+// one line for the harness, which shows the last lines of stderr in the row
+const fail = (e) => {
+  console.error(`node_consumer ${process.argv[2]}: ${e && e.name}${e && e.code ? ` ${e.code}` : ''}: ${e && e.message ? e.message.split('\n')[0] : e}`);
+  process.exit(1);
+};
+process.on('uncaughtException', fail);
+
 // BENCH_LIB: another build of node-libbpf (bench/run.js --patched DIR)
-const bpf = require(process.env.BENCH_LIB || path.join(__dirname, '..'));
+const bpf = require(process.env.BENCH_LIB || '..');
 
 const [mode, objPath, pidArg, nArg] = process.argv.slice(2);
 const pid = Number(pidArg);
@@ -64,13 +80,13 @@ const obj = bpf.loadBpfProgram(objPath);
 obj.setGlobalVariable('target_pid', pid);
 obj.setGlobalVariable('sink', perf ? SINK_PERF : SINK_RING);
 obj.setGlobalVariable('no_wakeup', mode !== 'ring-typed-wakeup');
-obj.attachTracepoint('syscalls', 'sys_enter_getppid', 'handle_getppid');
+obj.attachTracepoint('syscalls', 'sys_enter_getppid', 'handle_enter_getppid');
 
 let buffer;
 switch (mode) {
   case 'ring-typed':
   case 'ring-typed-wakeup':
-    buffer = obj.getMap('events').openRingBuffer((e) => count(Number(e.seq), e.ts), { type: 'event' });
+    buffer = obj.getMap('events').openRingBuffer((e) => count(Number(e.seq), e.ts), { type: 'stream_event' });
     break;
   case 'ring-raw':
     buffer = obj.getMap('events').openRingBuffer((b) => count(b.readUInt32LE(16) + b.readUInt32LE(20) * 4294967296, firstTs === 0n ? b.readBigUInt64LE(8) : 0n));
@@ -91,13 +107,13 @@ switch (mode) {
     break;
   case 'perf-typed':
     // BENCH_PERF_PAGES: try another pageCount with the other defaults
-    buffer = obj.getMap('perf_events').openPerfBuffer((cpu, e) => count(Number(e.seq), e.ts), { type: 'event', ...(process.env.BENCH_PERF_PAGES ? { pageCount: Number(process.env.BENCH_PERF_PAGES) } : {}) });
+    buffer = obj.getMap('perf_events').openPerfBuffer((cpu, e) => count(Number(e.seq), e.ts), { type: 'stream_event', ...(process.env.BENCH_PERF_PAGES ? { pageCount: Number(process.env.BENCH_PERF_PAGES) } : {}) });
     break;
   case 'perf-typed-64':
-    buffer = obj.getMap('perf_events').openPerfBuffer((cpu, e) => count(Number(e.seq), e.ts), { type: 'event', pageCount: 64 });
+    buffer = obj.getMap('perf_events').openPerfBuffer((cpu, e) => count(Number(e.seq), e.ts), { type: 'stream_event', pageCount: 64 });
     break;
   case 'perf-typed-wake1':
-    buffer = obj.getMap('perf_events').openPerfBuffer((cpu, e) => count(Number(e.seq), e.ts), { type: 'event', pageCount: 64, wakeupBytes: 1 });
+    buffer = obj.getMap('perf_events').openPerfBuffer((cpu, e) => count(Number(e.seq), e.ts), { type: 'stream_event', pageCount: 64, wakeupBytes: 1 });
     break;
   case 'backpressure': {
     const hr = process.hrtime.bigint;
@@ -106,16 +122,13 @@ switch (mode) {
       const until = hr() + 20_000n; // 20 µs of work
       while (hr() < until);
       if ((received & 4095) === 0) peakRss = Math.max(peakRss, process.memoryUsage.rss());
-    }, { type: 'event' });
+    }, { type: 'stream_event' });
     break;
   }
 }
 
-const kernelLost = () => {
-  const s = obj.getGlobalVariable('stats', { int64: 'number' });
-  // perf: the kernel's PERF_RECORD_LOST counts are in buffer.lost (perf_errors counts the same drops)
-  return perf ? 0 : s.ring_full;
-};
+// perf: the kernel's PERF_RECORD_LOST counts are in buffer.lost (perf_errors counts the same drops)
+const kernelLost = () => (perf ? 0 : Number(obj.getGlobalVariable('ring_full')));
 const rssAtReady = process.memoryUsage.rss();
 const cpuAtReady = process.cpuUsage();
 peakRss = rssAtReady;
@@ -145,9 +158,9 @@ process.on('SIGUSR1', () => {
         last_ns: Number(lastNs),
         cpu_s: (() => {
           const c = process.cpuUsage(cpuAtReady);
-          return +((c.user + c.system) / 1e6).toFixed(3);
+          return (c.user + c.system) / 1e6;
         })(),
-        ...(perf ? { perf_errors: obj.getGlobalVariable('stats', { int64: 'number' }).perf_errors } : { ring_full: obj.getGlobalVariable('stats', { int64: 'number' }).ring_full }),
+        ...(perf ? { perf_errors: Number(obj.getGlobalVariable('perf_errors')) } : { ring_full: Number(obj.getGlobalVariable('ring_full')) }),
         rss_ready_mb: +(rssAtReady / 2 ** 20).toFixed(1),
         rss_growth_mb: +((Math.max(peakRss, hwm) - rssAtReady) / 2 ** 20).toFixed(1),
       };

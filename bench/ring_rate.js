@@ -5,9 +5,8 @@
 //   node bench/ring_rate.js [N=2000000] [--no-wakeup] [--typed]
 const path = require('node:path');
 const { spawn } = require('node:child_process');
-const root = path.join(__dirname, '..');
-const bpf = require(root);
-const { buildFixture } = require(path.join(root, '__test__', 'helpers'));
+const bpf = require('..');
+const { buildFixture } = require('../__test__/helpers');
 
 const N = Number(process.argv.find((a) => /^\d+$/.test(a)) || 2_000_000);
 const noWakeup = process.argv.includes('--no-wakeup');
@@ -26,7 +25,7 @@ function run(traced) {
   const untracedNs = await base.done;
 
   const loop = run();
-  const obj = bpf.loadBpfProgram(path.join(root, 'bpf', '.output', 'stream.bpf.o'));
+  const obj = bpf.loadBpfProgram(path.join(__dirname, '..', 'bpf', '.output', 'stream.bpf.o'));
   obj.setGlobalVariable('target_pid', loop.child.pid);
   obj.setGlobalVariable('no_wakeup', noWakeup);
   obj.attachTracepoint('syscalls', 'sys_enter_getppid', 'handle_enter_getppid');

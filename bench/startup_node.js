@@ -6,7 +6,7 @@
 // Prints {"lib_ms"} once attached, then "all" once every probe has fired.
 const path = require('node:path');
 const t0 = process.hrtime.bigint();
-const bpf = require(path.join(__dirname, '..'));
+const bpf = require('..');
 const t1 = process.hrtime.bigint();
 
 const obj = bpf.loadBpfProgram(path.join(__dirname, '..', 'bpf', '.output', 'file_io.bpf.o'));

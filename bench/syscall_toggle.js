@@ -17,8 +17,8 @@
 // detach, then {"done": true, "calls", "lost", "cpu_s"}.
 const path = require('node:path');
 const { spawn } = require('node:child_process');
-const bpf = require(path.join(__dirname, '..'));
-const { SyscallLatency, syscallNumber } = require(path.join(__dirname, '..', 'lib', 'syscalls'));
+const bpf = require('..');
+const { SyscallLatency, syscallNumber } = require('../lib/syscalls');
 
 const [kind, pidArg, periodArg, secondsArg] = process.argv.slice(2);
 const pid = Number(pidArg);

@@ -1,26 +1,30 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
-/* Test program: one numbered record per getppid call of one process, to a
- * ring buffer or a perf buffer, counting what the kernel could not take. */
+/* One numbered record per getppid call of one process, to a ring buffer or
+ * a perf buffer, counting what the kernel could not take. The tests load it
+ * from bpf/.output/stream.bpf.o (4 MiB ring); the benchmark compiles this
+ * same source into bench/.build/stream.bpf.o with an 8 MiB ring, and its C
+ * and node-libbpf consumers load that object. */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include "stream.h"
 
 const volatile __u32 target_pid = 0;
-/* 1: ring buffer, 2: perf buffer */
-const volatile __u32 sink = 1;
+/* SINK_RING or SINK_PERF */
+const volatile __u32 sink = SINK_RING;
 /* submit ring records without waking the reader (BPF_RB_NO_WAKEUP) */
 const volatile bool no_wakeup = false;
 
 /* keep struct stream_event in BTF for typed decoding */
 struct stream_event *unused_stream_event __attribute__((unused));
 
+/* .bss: the next seq, and what the kernel refused */
 __u64 seq = 0;
-__u64 ring_full = 0;
-__u64 perf_errors = 0;
+__u64 ring_full = 0;   /* bpf_ringbuf_reserve failed */
+__u64 perf_errors = 0; /* bpf_perf_event_output failed */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 4 * 1024 * 1024);
+	__uint(max_entries, STREAM_RING_BYTES);
 } events SEC(".maps");
 
 struct {
@@ -41,12 +45,11 @@ int handle_enter_getppid(void *ctx)
 	rec.tid = (__u32)id;
 	rec.ts = bpf_ktime_get_ns();
 	rec.seq = __sync_fetch_and_add(&seq, 1);
-	if (sink == 2) {
+	if (sink == SINK_PERF) {
 		if (bpf_perf_event_output(ctx, &perf_events, BPF_F_CURRENT_CPU, &rec, sizeof(rec)))
 			__sync_fetch_and_add(&perf_errors, 1);
 		return 0;
 	}
-	/* reserve sample from BPF ringbuf */
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
 		__sync_fetch_and_add(&ring_full, 1);
