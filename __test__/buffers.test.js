@@ -6,26 +6,7 @@
 const test = require('node:test');
 const assert = require('node:assert');
 const { spawn } = require('node:child_process');
-const { bpf, objectPath, buildFixture, waitFor, root, throwsCode } = require('./helpers');
-
-/** Starts getppid_loop for `n` calls, waiting on stdin. */
-function loop(n) {
-  const child = spawn(buildFixture('getppid_loop'), [String(n)], { stdio: ['pipe', 'pipe', 'inherit'] });
-  let out = '';
-  child.stdout.on('data', (d) => (out += d));
-  const exited = new Promise((resolve) => child.on('exit', (code) => resolve({ code, nsPerCall: parseFloat(out) })));
-  return { child, exited, go: () => child.stdin.end('go\n') };
-}
-
-/** Loads stream.bpf.o for `pid` with the given rodata. */
-function streamer(pid, { sink = 1, noWakeup = false } = {}) {
-  const obj = bpf.loadBpfProgram(objectPath('stream'));
-  obj.setGlobalVariable('target_pid', pid);
-  obj.setGlobalVariable('sink', sink);
-  obj.setGlobalVariable('no_wakeup', noWakeup);
-  obj.attachTracepoint('syscalls', 'sys_enter_getppid', 'handle_enter_getppid');
-  return obj;
-}
+const { bpf, objectPath, waitFor, root, throwsCode, getppidLoop, streamer } = require('./helpers');
 
 /** Checks that the seq numbers seen are distinct and in range. */
 function checkSeqs(seqs, n) {
@@ -35,7 +16,7 @@ function checkSeqs(seqs, n) {
 
 test('ring buffer (4 MiB): 200k records at full speed, all received in order, none lost', async (t) => {
   const N = 200_000;
-  const { child, exited, go } = loop(N);
+  const { child, exited, go } = getppidLoop(N);
   const obj = streamer(child.pid);
   t.after(() => obj.close());
   let expected = 0;
@@ -56,7 +37,7 @@ test('ring buffer (4 MiB): 200k records at full speed, all received in order, no
 
 test('ring buffer with BPF_RB_NO_WAKEUP: delivered by the periodic pass', async (t) => {
   const N = 1000;
-  const { child, exited, go } = loop(N);
+  const { child, exited, go } = getppidLoop(N);
   const obj = streamer(child.pid, { noWakeup: true });
   t.after(() => obj.close());
   const seqs = [];
@@ -70,7 +51,7 @@ test('ring buffer with BPF_RB_NO_WAKEUP: delivered by the periodic pass', async 
 
 test('perf buffer: every record received or reported lost, with a byte watermark', async (t) => {
   const N = 100_000;
-  const { child, exited, go } = loop(N);
+  const { child, exited, go } = getppidLoop(N);
   const obj = streamer(child.pid, { sink: 2 });
   t.after(() => obj.close());
   const seqs = [];
@@ -92,7 +73,7 @@ test('perf buffer: every record received or reported lost, with a byte watermark
 
 test('a slow callback: records are dropped and counted, memory stays bounded', async (t) => {
   const N = 300_000;
-  const { child, exited, go } = loop(N);
+  const { child, exited, go } = getppidLoop(N);
   const obj = streamer(child.pid);
   t.after(() => obj.close());
   let received = 0;
@@ -144,7 +125,7 @@ test('an exception in a callback is an uncaughtException; delivery goes on', asy
 
 test('batch: true hands over whole batches: (data, ends), every record once', async (t) => {
   const N = 100_000;
-  const { child, exited, go } = loop(N);
+  const { child, exited, go } = getppidLoop(N);
   const obj = streamer(child.pid);
   t.after(() => obj.close());
   const seqs = [];

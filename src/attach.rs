@@ -251,7 +251,7 @@ impl ObjectHandle {
     options: Option<AttachOptions>,
   ) -> Result<BpfLink> {
     guard(|| {
-      Ok(self.kprobe(func_name, prog, false, options)?)
+      self.kprobe(func_name, prog, false, options)
     })
   }
 
@@ -265,7 +265,7 @@ impl ObjectHandle {
     options: Option<AttachOptions>,
   ) -> Result<BpfLink> {
     guard(|| {
-      Ok(self.kprobe(func_name, prog, true, options)?)
+      self.kprobe(func_name, prog, true, options)
     })
   }
 
@@ -289,11 +289,10 @@ impl ObjectHandle {
           BpfError::new(
             Code::UnknownName,
             format!("tracepoint {category}:{name} does not exist on this kernel (see {root}/events/{category}/)"),
-          )
-          .into(),
+          ),
         );
       }
-      Ok(self.attach_with(&prog, format!("tracepoint {category}:{name}"), TRACEPOINT, |p| {
+      self.attach_with(&prog, format!("tracepoint {category}:{name}"), TRACEPOINT, |p| {
         p.attach_tracepoint_with_opts(TracepointCategory::Custom(category.clone()), &name, opts)
           .map(|l| vec![l])
           .map_err(|e| match crate::error::errno_of(&e) {
@@ -310,7 +309,7 @@ impl ObjectHandle {
             ),
             _ => BpfError::libbpf(Code::Attach, "tracepoint", &e),
           })
-      })?)
+      })
     })
   }
 
@@ -325,12 +324,12 @@ impl ObjectHandle {
   ) -> Result<BpfLink> {
     guard(|| {
       let opts = libbpf_rs::RawTracepointOpts { cookie: cookie(&options.unwrap_or_default().cookie), ..Default::default() };
-      Ok(self.attach_with(&prog, format!("raw tracepoint {name}"), RAW_TRACEPOINT, |p| {
+      self.attach_with(&prog, format!("raw tracepoint {name}"), RAW_TRACEPOINT, |p| {
         p.attach_raw_tracepoint_with_opts(&name, opts).map(|l| vec![l]).map_err(|e| match crate::error::errno_of(&e) {
           Some(libc::ENOENT) => BpfError::new(Code::UnknownName, format!("raw tracepoint {name} does not exist on this kernel")),
           _ => BpfError::libbpf(Code::Attach, "raw tracepoint", &e),
         })
-      })?)
+      })
     })
   }
 
@@ -345,7 +344,7 @@ impl ObjectHandle {
     options: Option<UprobeOptions>,
   ) -> Result<BpfLink> {
     guard(|| {
-      Ok(self.uprobe(binary_path, symbol_or_offset, prog, false, options)?)
+      self.uprobe(binary_path, symbol_or_offset, prog, false, options)
     })
   }
 
@@ -360,7 +359,7 @@ impl ObjectHandle {
     options: Option<UprobeOptions>,
   ) -> Result<BpfLink> {
     guard(|| {
-      Ok(self.uprobe(binary_path, symbol_or_offset, prog, true, options)?)
+      self.uprobe(binary_path, symbol_or_offset, prog, true, options)
     })
   }
 
@@ -389,8 +388,7 @@ impl ObjectHandle {
           BpfError::new(
             Code::InvalidValue,
             format!("give one cookie per symbol: {} cookies for {} symbols (cookies need a list of symbols, not a pattern)", cookies.len(), syms.len()),
-          )
-          .into(),
+          ),
         );
       }
       let what = if pattern.is_empty() { format!("{} functions", syms.len()) } else { pattern.clone() };
@@ -399,13 +397,12 @@ impl ObjectHandle {
           BpfError::new(
             Code::NotSupported,
             "this kernel has no uprobe.multi links (Linux 6.6+): attach each function with attachUprobe() instead",
-          )
-          .into(),
+          ),
         );
       }
       let opts = libbpf_rs::UprobeMultiOpts { syms, cookies, retprobe: options.retprobe.unwrap_or(false), ..Default::default() };
       let pid = options.pid.unwrap_or(-1);
-      Ok(self.attach_with(&prog, format!("uprobe.multi {binary}:{what}"), UPROBE, |p| {
+      self.attach_with(&prog, format!("uprobe.multi {binary}:{what}"), UPROBE, |p| {
         p.attach_uprobe_multi_with_opts(pid, &binary, &pattern, opts).map(|l| vec![l]).map_err(|e| {
           match crate::error::errno_of(&e) {
             Some(libc::ENOENT) | Some(libc::ESRCH) => BpfError::new(Code::UnknownName, format!("{binary} has no function matching {what}")),
@@ -416,7 +413,7 @@ impl ObjectHandle {
             _ => BpfError::libbpf(Code::Attach, "uprobe.multi", &e),
           }
         })
-      })?)
+      })
     })
   }
 
@@ -436,7 +433,7 @@ impl ObjectHandle {
       let binary = resolve_binary(&binary_path)?;
       let pid = options.pid.unwrap_or(-1);
       let opts = UsdtOpts { cookie: cookie(&options.cookie), ..Default::default() };
-      Ok(self.attach_with(&prog, format!("usdt {binary}:{provider}:{name}"), USDT, |p| {
+      self.attach_with(&prog, format!("usdt {binary}:{provider}:{name}"), USDT, |p| {
         p.attach_usdt_with_opts(pid, &binary, &provider, &name, opts).map(|l| vec![l]).map_err(|e| {
           match crate::error::errno_of(&e) {
             Some(libc::ENOENT) => BpfError::new(
@@ -446,7 +443,7 @@ impl ObjectHandle {
             _ => BpfError::libbpf(Code::Attach, "usdt", &e),
           }
         })
-      })?)
+      })
     })
   }
 
@@ -473,7 +470,7 @@ impl ObjectHandle {
         sample,
         if freq { "Hz" } else { "events/sample" }
       );
-      Ok(self.attach_with(&prog, target, PERF_EVENT, |p| {
+      self.attach_with(&prog, target, PERF_EVENT, |p| {
         let mut links = Vec::new();
         for cpu in cpus {
           let fd = perf_event::open(type_, config, freq, sample, pid, cpu).map_err(|e| {
@@ -494,7 +491,7 @@ impl ObjectHandle {
           links.push(link);
         }
         Ok(links)
-      })?)
+      })
     })
   }
 
@@ -514,7 +511,7 @@ impl ObjectHandle {
       let kprobe = ["kprobe/", "kretprobe/", "ksyscall/", "kretsyscall/", "kprobe.multi/", "kretprobe.multi/"]
         .iter()
         .any(|p| section.starts_with(p));
-      Ok(self.attach_with(&prog, format!("SEC(\"{section}\")"), ANY, |p| {
+      self.attach_with(&prog, format!("SEC(\"{section}\")"), ANY, |p| {
         p.attach().map(|l| vec![l]).map_err(|e| {
           if kprobe && !kernel::kprobes_available() {
             let func = section.split_once('/').map(|x| x.1).unwrap_or("");
@@ -522,7 +519,7 @@ impl ObjectHandle {
           }
           BpfError::libbpf(Code::Attach, "auto-attach", &e)
         })
-      })?)
+      })
     })
   }
 }

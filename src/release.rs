@@ -47,18 +47,20 @@ impl Garbage {
 }
 
 type Done = Box<dyn FnOnce() + Send>;
+/// A release to make, and what to call once it is made.
+type Job = (Garbage, Option<Done>);
 
-static RELEASER: OnceLock<Option<Sender<(Garbage, Option<Done>)>>> = OnceLock::new();
+static RELEASER: OnceLock<Option<Sender<Job>>> = OnceLock::new();
 static START: Mutex<()> = Mutex::new(());
 
-fn releaser() -> Option<&'static Sender<(Garbage, Option<Done>)>> {
+fn releaser() -> Option<&'static Sender<Job>> {
   if let Some(tx) = RELEASER.get() {
     return tx.as_ref();
   }
   let _once = START.lock().unwrap_or_else(|e| e.into_inner());
   RELEASER
     .get_or_init(|| {
-      let (tx, rx) = crossbeam_channel::unbounded::<(Garbage, Option<Done>)>();
+      let (tx, rx) = crossbeam_channel::unbounded::<Job>();
       let spawned = std::thread::Builder::new().name("node-libbpf-release".into()).spawn(move || {
         for (garbage, done) in rx {
           garbage.release();
