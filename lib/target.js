@@ -55,7 +55,6 @@ async function traceTarget(opts, workloadScript, nodeArgs = []) {
  */
 function untilStopped(opts, target, onInterval) {
   const what = target.pid === undefined ? target.what ?? 'every process' : `pid ${target.pid}`;
-  console.error(`Tracing ${what} ${opts.duration ? `for ${opts.duration} s` : 'until Ctrl+C'}...`);
   return new Promise((resolve) => {
     const timers = [];
     let signals = 0;
@@ -89,6 +88,8 @@ function untilStopped(opts, target, onInterval) {
         }
       }, 500));
     }
+    // said once the handlers are in place: a signal sent on seeing it stops the tracing
+    console.error(`Tracing ${what} ${opts.duration ? `for ${opts.duration} s` : 'until Ctrl+C'}...`);
   });
 }
 
