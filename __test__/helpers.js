@@ -6,7 +6,7 @@ const fs = require('node:fs');
 const { execFileSync } = require('node:child_process');
 
 const root = path.join(__dirname, '..');
-const bpf = require(root);
+const bpf = require('..');
 
 /** The compiled test program `__test__/bpf/<name>.bpf.c`. */
 function objectPath(name) {
@@ -104,7 +104,7 @@ function startExample(script, args, timeoutMs) {
   return { child, out, ready, exited, stop: () => (child.kill('SIGTERM'), exited) };
 }
 
-/** What an example said about its built-in workload on stderr (lib/tools.js traceTarget): `workload: pid N script {info}`, or null. */
+/** What an example said about its built-in workload on stderr (lib/target.js traceTarget): `workload: pid N script {info}`, or null. */
 function workloadOf(stderr) {
   const m = /^workload: pid (\d+) \S+ (\{.*\})$/m.exec(stderr);
   return m && { pid: Number(m[1]), info: JSON.parse(m[2]) };

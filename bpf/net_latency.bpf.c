@@ -5,89 +5,17 @@
 #include <bpf/bpf_endian.h>
 #include "net_latency.h"
 
+#define LATENCY_EVENT struct net_event
+#include "syscall_latency.bpf.h"
+
 #define AF_INET 2
 #define AF_INET6 10
-
-const volatile __u32 target_pid = 0;
-
-/* a call in progress: when it started and the arguments its record reports */
-struct start {
-	__u64 ts;
-	struct net_event event;
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 10240);
-	__type(key, __u32);
-	__type(value, struct start);
-} starts SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 256 * 1024);
-} events SEC(".maps");
-
-static __always_inline bool trace_allowed(void)
-{
-	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
-
-	return !target_pid || tgid == target_pid;
-}
-
-/* a zeroed start for this thread's call, or NULL when not traced */
-static __always_inline struct start *enter_call(enum net_syscall syscall)
-{
-	static const struct start zero = {};
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	struct start *s;
-
-	if (!trace_allowed())
-		return NULL;
-	if (bpf_map_update_elem(&starts, &tid, &zero, BPF_ANY))
-		return NULL;
-	s = bpf_map_lookup_elem(&starts, &tid);
-	if (s)
-		s->event.syscall = syscall;
-	return s;
-}
-
-/* completes this thread's call with its duration and return value, and emits it */
-static __always_inline int exit_call(enum net_syscall syscall, long ret)
-{
-	__u64 id = bpf_get_current_pid_tgid();
-	__u32 tid = (__u32)id;
-	struct net_event *e;
-	struct start *s;
-
-	if (!trace_allowed())
-		return 0;
-	s = bpf_map_lookup_elem(&starts, &tid);
-	if (!s)
-		return 0;
-	/* a start of another call means this call's entry was missed */
-	if (s->event.syscall == syscall) {
-		/* reserve sample from BPF ringbuf */
-		e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-		if (e) {
-			*e = s->event;
-			e->pid = id >> 32;
-			e->tid = tid;
-			e->duration_ns = bpf_ktime_get_ns() - s->ts;
-			e->ret = ret;
-			bpf_get_current_comm(e->comm, sizeof(e->comm));
-			bpf_ringbuf_submit(e, 0);
-		}
-	}
-	bpf_map_delete_elem(&starts, &tid);
-	return 0;
-}
 
 /* socket(family, type, protocol) */
 SEC("tp/syscalls/sys_enter_socket")
 int handle_enter_socket(struct trace_event_raw_sys_enter *ctx)
 {
-	struct start *s = enter_call(NET_SOCKET);
+	struct call_start *s = enter_call(NET_SOCKET);
 
 	if (!s)
 		return 0;
@@ -101,7 +29,7 @@ int handle_enter_socket(struct trace_event_raw_sys_enter *ctx)
 SEC("tp/syscalls/sys_exit_socket")
 int handle_exit_socket(struct trace_event_raw_sys_exit *ctx)
 {
-	return exit_call(NET_SOCKET, ctx->ret);
+	return exit_call(ctx, NET_SOCKET, ctx->ret);
 }
 
 /* connect(fd, uservaddr, addrlen) */
@@ -110,7 +38,7 @@ int handle_enter_connect(struct trace_event_raw_sys_enter *ctx)
 {
 	const void *uaddr = (const void *)ctx->args[1];
 	__u64 addrlen = ctx->args[2];
-	struct start *s = enter_call(NET_CONNECT);
+	struct call_start *s = enter_call(NET_CONNECT);
 	struct net_event *e;
 	__u16 family = 0;
 
@@ -141,7 +69,7 @@ int handle_enter_connect(struct trace_event_raw_sys_enter *ctx)
 SEC("tp/syscalls/sys_exit_connect")
 int handle_exit_connect(struct trace_event_raw_sys_exit *ctx)
 {
-	return exit_call(NET_CONNECT, ctx->ret);
+	return exit_call(ctx, NET_CONNECT, ctx->ret);
 }
 
 char LICENSE[] SEC("license") = "GPL";

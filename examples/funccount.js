@@ -12,10 +12,12 @@
 // from the raw sys_enter/sys_exit tracepoints instead (see lib/probes.js:
 // detaching hundreds of tracepoint perf events takes the kernel minutes).
 const path = require('path');
-const bpf = require(path.join(__dirname, '..'));
-const tools = require(path.join(__dirname, '..', 'lib', 'tools'));
-const probes = require(path.join(__dirname, '..', 'lib', 'probes'));
-const { Tally, formatTable, ReportClock, printReport } = require(path.join(__dirname, '..', 'lib', 'report'));
+const bpf = require('..');
+const { parseArgs, intervalOption } = require('../lib/args');
+const { traceTarget, untilStopped } = require('../lib/target');
+const probes = require('../lib/probes');
+const { Tally, formatTable, ReportClock, printReport } = require('../lib/report');
+const { run } = require('../lib/run');
 
 const PROBES_HELP = `what to count (globs: * ? [..]):
                          t:CATEGORY:EVENT  tracepoints         t:syscalls:sys_enter_*
@@ -24,9 +26,9 @@ const PROBES_HELP = `what to count (globs: * ? [..]):
                          k:FUNC            kprobes, where the kernel has them`;
 
 async function main() {
-  const opts = tools.parseArgs('Counts the events that probes match, in the kernel, as bcc\'s funccount.', {
+  const opts = parseArgs('Counts the events that probes match, in the kernel, as bcc\'s funccount.', {
     options: {
-      interval: tools.intervalOption(),
+      interval: intervalOption(),
       'per-process': { type: 'boolean', short: 'P', help: 'count per process (pid and name)' },
     },
     positionals: { name: 'PROBE...', help: PROBES_HELP, min: 1 },
@@ -39,7 +41,7 @@ async function main() {
       process.exit(2);
     }
   }
-  const target = await tools.traceTarget(opts, path.join(__dirname, 'workloads', 'file_io.js'));
+  const target = await traceTarget(opts, path.join(__dirname, 'workloads', 'file_io.js'));
   const tally = new Tally();
   const clock = new ReportClock();
   let obj, list, attached;
@@ -76,7 +78,7 @@ async function main() {
     });
     for (const { probe, error } of attached.failed) console.error(`funccount: not counting ${probe.label}: ${error.message}`);
     console.error(`Counting ${list.length - attached.failed.length} probes for ${opts.positionals.map((s) => `"${s}"`).join(' ')}`);
-    await tools.untilStopped(opts, target, () => {
+    await untilStopped(opts, target, () => {
       collect();
       report(clock.next(), tally.takeInterval());
     });
@@ -92,7 +94,4 @@ async function main() {
   }
 }
 
-main().catch((err) => {
-  console.error(`funccount: ${err.code ? `${err.code}: ` : ''}${err.message}`);
-  process.exitCode = 1;
-});
+run(main);

@@ -5,9 +5,13 @@
 // The offset of goid in runtime.g comes from the binary's DWARF. Needs root.
 //   node examples/goroutines.js [--pid N] [--goid-offset N] [--duration S] [--json]
 const path = require('path');
-const bpf = require(path.join(__dirname, '..'));
-const tools = require(path.join(__dirname, '..', 'lib', 'tools'));
-const { GO_STATES, goStateName } = require(path.join(__dirname, '..', 'lib', 'go'));
+const bpf = require('..');
+const { parseArgs } = require('../lib/args');
+const { traceTarget, untilStopped, drain } = require('../lib/target');
+const { findFunctions } = require('../lib/procfs');
+const { wallClock, formatTime } = require('../lib/format');
+const { GO_STATES, goStateName } = require('../lib/go');
+const { run } = require('../lib/run');
 
 const CASGSTATUS = 'runtime.casgstatus';
 
@@ -22,7 +26,7 @@ function goidOffset(opts, binary, module) {
 }
 
 async function main() {
-  const opts = tools.parseArgs('Prints the state changes of the goroutines of a Go program, with their ids.', {
+  const opts = parseArgs('Prints the state changes of the goroutines of a Go program, with their ids.', {
     pidHelp: 'trace Go process N (default: build and start a Go program of its own and trace it)',
     options: {
       'goid-offset': {
@@ -37,12 +41,12 @@ async function main() {
       },
     },
   });
-  const target = await tools.traceTarget(opts, path.join(__dirname, 'workloads', 'goroutines.js'));
+  const target = await traceTarget(opts, path.join(__dirname, 'workloads', 'goroutines.js'));
   const goroutines = new Set();
   const exited = new Set();
   let obj, events;
   try {
-    const where = tools.findFunctions(bpf, target.pid, [CASGSTATUS]).get(CASGSTATUS);
+    const where = findFunctions(bpf, target.pid, [CASGSTATUS]).get(CASGSTATUS);
     if (!where) throw new Error(`pid ${target.pid} has no ${CASGSTATUS}: is it a Go program (not stripped)?`);
     const offset = goidOffset(opts, where.binary, where.module);
     console.error(`${where.module}: ${CASGSTATUS}, runtime.g.goid at offset ${offset}${opts.goidOffset === undefined ? ' (DWARF)' : ''}`);
@@ -62,9 +66,9 @@ async function main() {
         if (goid !== null) goroutines.add(goid);
         if (from === 'RUNNING' && to === 'DEAD') exited.add(goid); // goexit0
         if (opts.json) {
-          console.log(JSON.stringify({ time: tools.wallClock(e.ts_ns).toISOString(), pid: e.pid, tid: e.tid, goid, from, state: to }));
+          console.log(JSON.stringify({ time: wallClock(e.ts_ns).toISOString(), pid: e.pid, tid: e.tid, goid, from, state: to }));
         } else {
-          const time = tools.formatTime(tools.wallClock(e.ts_ns), { ms: true });
+          const time = formatTime(wallClock(e.ts_ns), { ms: true });
           console.log(`${time.padEnd(12)} ${String(e.pid).padStart(7)} ${String(e.tid).padStart(7)} ${String(goid ?? '-').padStart(7)}  ${from} -> ${to}`);
         }
       },
@@ -74,9 +78,9 @@ async function main() {
         lost: (count) => console.error(`lost ${count} records`),
       },
     );
-    await tools.untilStopped(opts, target);
+    await untilStopped(opts, target);
     obj.detachAll();
-    await tools.drain([events]);
+    await drain([events]);
 
     // transitions into each state, counted in the kernel (even those the ring buffer had no room for)
     const counts = obj.getMap('transitions').values().map(Number);
@@ -95,7 +99,4 @@ async function main() {
   }
 }
 
-main().catch((err) => {
-  console.error(`goroutines: ${err.code ? `${err.code}: ` : ''}${err.message}`);
-  process.exitCode = 1;
-});
+run(main);

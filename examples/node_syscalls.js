@@ -11,10 +11,12 @@
 const fs = require('fs');
 const net = require('net');
 const path = require('path');
-const bpf = require(path.join(__dirname, '..'));
-const tools = require(path.join(__dirname, '..', 'lib', 'tools'));
-const { SyscallLatency, syscallNumber } = require(path.join(__dirname, '..', 'lib', 'syscalls'));
-const { Tally, formatTable, ReportClock, printReport } = require(path.join(__dirname, '..', 'lib', 'report'));
+const bpf = require('..');
+const { parseArgs, intervalOption } = require('../lib/args');
+const { traceTarget, untilStopped } = require('../lib/target');
+const { SyscallLatency, syscallNumber } = require('../lib/syscalls');
+const { Tally, formatTable, ReportClock, printReport } = require('../lib/report');
+const { run } = require('../lib/run');
 
 const FAMILIES = { 0: 'AF_UNSPEC', 1: 'AF_UNIX', 2: 'AF_INET', 10: 'AF_INET6' };
 
@@ -41,11 +43,11 @@ function sortKey(value) {
 }
 
 async function main() {
-  const opts = tools.parseArgs(
+  const opts = parseArgs(
     'Shows what a Node.js process asks of the kernel: syscall latency histograms, the files it opens, the endpoints it connects to.',
     {
       options: {
-        interval: tools.intervalOption('2'),
+        interval: intervalOption('2'),
         top: { type: 'string', arg: 'N', help: 'rows of each table (default 10)', parse: positiveInteger },
         hist: { type: 'string', arg: 'N', help: 'histograms of the N first syscalls, and of openat and connect (default 1)', parse: positiveInteger },
         sort: { type: 'string', arg: 'KEY', help: 'syscalls by count (default) or by total time', parse: sortKey },
@@ -54,7 +56,7 @@ async function main() {
   );
   opts.interval ??= 2;
   const top = opts.top ?? 10;
-  const target = await tools.traceTarget(opts, path.join(__dirname, 'workloads', 'http.js'));
+  const target = await traceTarget(opts, path.join(__dirname, 'workloads', 'http.js'));
   const comm = fs.readFileSync(`/proc/${target.pid}/comm`, 'utf8').trim();
   const latency = new SyscallLatency({ unit: 'us' });
   const files = new Tally();
@@ -104,7 +106,7 @@ async function main() {
     for (const name of ['open', 'openat', 'openat2', 'connect']) obj.setGlobalVariable(`nr_${name}`, syscallNumber(name) ?? -1);
     obj.attachRawTracepoint('sys_enter', 'handle_sys_enter');
     obj.attachRawTracepoint('sys_exit', 'handle_sys_exit');
-    await tools.untilStopped(opts, target, () => {
+    await untilStopped(opts, target, () => {
       collect();
       report(clock.next(), latency.interval(), files.takeInterval(), endpoints.takeInterval());
     });
@@ -126,7 +128,4 @@ function callColumns(title, value) {
   ];
 }
 
-main().catch((err) => {
-  console.error(`node_syscalls: ${err.code ? `${err.code}: ` : ''}${err.message}`);
-  process.exitCode = 1;
-});
+run(main);

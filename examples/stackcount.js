@@ -14,11 +14,13 @@
 // --interpreted-frames-native-stack).
 const fs = require('fs');
 const path = require('path');
-const bpf = require(path.join(__dirname, '..'));
-const tools = require(path.join(__dirname, '..', 'lib', 'tools'));
-const probes = require(path.join(__dirname, '..', 'lib', 'probes'));
-const stacks = require(path.join(__dirname, '..', 'lib', 'stacks'));
-const { ReportClock, printReport } = require(path.join(__dirname, '..', 'lib', 'report'));
+const bpf = require('..');
+const { parseArgs } = require('../lib/args');
+const { traceTarget, untilStopped } = require('../lib/target');
+const probes = require('../lib/probes');
+const stacks = require('../lib/stacks');
+const { ReportClock, printReport } = require('../lib/report');
+const { run } = require('../lib/run');
 
 function positiveInteger(value) {
   const n = Number(value);
@@ -27,7 +29,7 @@ function positiveInteger(value) {
 }
 
 async function main() {
-  const opts = tools.parseArgs('Counts the stacks of an event or of CPU samples in the kernel, and names their frames.', {
+  const opts = parseArgs('Counts the stacks of an event or of CPU samples in the kernel, and names their frames.', {
     options: {
       profile: { type: 'boolean', help: 'sample the CPU (cpu-clock perf event; the default without an event)' },
       frequency: { type: 'string', short: 'F', arg: 'HZ', help: 'samples per second with --profile (default 99)', parse: positiveInteger },
@@ -53,7 +55,7 @@ async function main() {
   // interpreted functions get frames of their own too (else: Builtins_InterpreterEntryTrampoline);
   // no isolate-*-v8.log in the current directory (--perf-basic-prof starts V8's log)
   const nodeArgs = ['--perf-basic-prof', '--interpreted-frames-native-stack', '--no-logfile-per-isolate', '--logfile=+'];
-  const target = await tools.traceTarget(opts, path.join(__dirname, 'workloads', 'hot_loop.js'), nodeArgs);
+  const target = await traceTarget(opts, path.join(__dirname, 'workloads', 'hot_loop.js'), nodeArgs);
   const what = [...(profile ? [`cpu-clock samples at ${opts.frequency ?? 99} Hz`] : []), ...specs].join(', ');
   let obj, attached;
   try {
@@ -77,7 +79,7 @@ async function main() {
     // runs (the names are kept), in case it is gone at the end
     const symbolizer = new stacks.StackSymbolizer(bpf);
     const warm = setInterval(() => stacks.symbolize(stacks.readStacks(obj), symbolizer), 1000);
-    await tools.untilStopped(opts, target);
+    await untilStopped(opts, target);
     clearInterval(warm);
     obj.detachAll();
     const counted = stacks.symbolize(stacks.readStacks(obj), symbolizer);
@@ -106,7 +108,4 @@ async function main() {
   }
 }
 
-main().catch((err) => {
-  console.error(`stackcount: ${err.code ? `${err.code}: ` : ''}${err.message}`);
-  process.exitCode = 1;
-});
+run(main);

@@ -10,10 +10,12 @@
 // to close), and they run the program with the syscall's registers without
 // first building a trace record.
 const path = require('path');
-const bpf = require(path.join(__dirname, '..'));
-const tools = require(path.join(__dirname, '..', 'lib', 'tools'));
-const { SyscallLatency, UNITS } = require(path.join(__dirname, '..', 'lib', 'syscalls'));
-const { ReportClock, printReport } = require(path.join(__dirname, '..', 'lib', 'report'));
+const bpf = require('..');
+const { parseArgs, intervalOption } = require('../lib/args');
+const { traceTarget, untilStopped } = require('../lib/target');
+const { SyscallLatency, UNITS } = require('../lib/syscalls');
+const { ReportClock, printReport } = require('../lib/report');
+const { run } = require('../lib/run');
 
 /** `--linear 0,100,10`: `{ min, max, step }`, as bpftrace's lhist(v, min, max, step). */
 function linearSpec(value) {
@@ -36,9 +38,9 @@ function positiveInteger(value) {
 }
 
 async function main() {
-  const opts = tools.parseArgs('Prints a latency histogram per syscall of a process, counted in the kernel.', {
+  const opts = parseArgs('Prints a latency histogram per syscall of a process, counted in the kernel.', {
     options: {
-      interval: tools.intervalOption(),
+      interval: intervalOption(),
       unit: { type: 'string', arg: 'UNIT', help: 'the histograms\' unit: ns, us (default) or ms', parse: unit },
       linear: { type: 'string', arg: 'MIN,MAX,STEP', help: 'linear slots (as lhist) in that unit, instead of log2', parse: linearSpec },
       syscall: { type: 'string', short: 's', arg: 'NAMES', help: 'only these syscalls (comma-separated: openat,read)', parse: (v) => v.split(',') },
@@ -52,7 +54,7 @@ async function main() {
     console.error(`syscall_hist: ${err.message}`);
     process.exit(2);
   }
-  const target = await tools.traceTarget(opts, path.join(__dirname, 'workloads', 'http.js'));
+  const target = await traceTarget(opts, path.join(__dirname, 'workloads', 'http.js'));
   const clock = new ReportClock();
   const report = (head, rows) =>
     printReport(opts, head, { pid: target.pid, syscalls: latency.toJSON(rows) }, () =>
@@ -66,7 +68,7 @@ async function main() {
     latency.start();
     obj.attachRawTracepoint('sys_enter', 'handle_sys_enter');
     obj.attachRawTracepoint('sys_exit', 'handle_sys_exit');
-    await tools.untilStopped(opts, target, () => {
+    await untilStopped(opts, target, () => {
       latency.collect();
       report(clock.next(), latency.interval());
     });
@@ -79,7 +81,4 @@ async function main() {
   }
 }
 
-main().catch((err) => {
-  console.error(`syscall_hist: ${err.code ? `${err.code}: ` : ''}${err.message}`);
-  process.exitCode = 1;
-});
+run(main);

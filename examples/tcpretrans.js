@@ -7,8 +7,12 @@
 //   node examples/tcpretrans.js [--pid N | --all] [--duration S] [--json]
 const net = require('net');
 const path = require('path');
-const bpf = require(path.join(__dirname, '..'));
-const tools = require(path.join(__dirname, '..', 'lib', 'tools'));
+const bpf = require('..');
+const { parseArgs } = require('../lib/args');
+const { traceTarget, untilStopped, drain } = require('../lib/target');
+const { socketInodes } = require('../lib/procfs');
+const { wallClock, formatTime, errnoName } = require('../lib/format');
+const { run } = require('../lib/run');
 
 // include/net/tcp_states.h
 const TCP_STATES = [
@@ -44,7 +48,7 @@ const endpoint = (addr, port) => (addr.includes(':') ? `[${addr}]:${port}` : `${
 /** What a struct tcpretrans_event (bpf/tcpretrans.h) reports. */
 function toEvent(r) {
   return {
-    time: tools.wallClock(r.ts_ns),
+    time: wallClock(r.ts_ns),
     family: r.family === AF_INET ? 'AF_INET' : r.family === AF_INET6 ? 'AF_INET6' : `family ${r.family}`,
     laddr: ipAddress(r.family, r.saddr),
     lport: r.sport,
@@ -69,7 +73,7 @@ function ownedBy(pid) {
   return (e) => {
     const conn = `${e.netns} ${endpoint(e.laddr, e.lport)} ${endpoint(e.raddr, e.rport)}`;
     if (e.ino !== 0) {
-      if (!inodes.has(e.ino)) inodes = tools.socketInodes(pid);
+      if (!inodes.has(e.ino)) inodes = socketInodes(pid);
       if (inodes.has(e.ino)) connections.add(conn);
     }
     return connections.has(conn);
@@ -83,9 +87,9 @@ function printEvent(opts, e) {
     return;
   }
   const ip = e.family === 'AF_INET6' ? 6 : 4;
-  const notes = [e.segs !== 1 && `${e.segs} segs`, e.err && `failed: ${tools.errnoName(-e.err)}`].filter(Boolean);
+  const notes = [e.segs !== 1 && `${e.segs} segs`, e.err && `failed: ${errnoName(-e.err)}`].filter(Boolean);
   console.log(
-    `${tools.formatTime(e.time).padEnd(9)} ${String(ip).padEnd(2)} ${endpoint(e.laddr, e.lport).padEnd(42)} R> ${endpoint(e.raddr, e.rport).padEnd(42)} ${e.state}${notes.length ? ` (${notes.join(', ')})` : ''}`,
+    `${formatTime(e.time).padEnd(9)} ${String(ip).padEnd(2)} ${endpoint(e.laddr, e.lport).padEnd(42)} R> ${endpoint(e.raddr, e.rport).padEnd(42)} ${e.state}${notes.length ? ` (${notes.join(', ')})` : ''}`,
   );
 }
 
@@ -103,11 +107,11 @@ function printSummary(opts, counts) {
 }
 
 async function main() {
-  const opts = tools.parseArgs('Prints the TCP retransmits of the connections of a process: addresses, ports and state.', {
+  const opts = parseArgs('Prints the TCP retransmits of the connections of a process: addresses, ports and state.', {
     pidHelp: 'the connections of process N (default: start a client and a server on a lossy link of their own, and trace the client)',
     options: { all: { type: 'boolean', help: 'every TCP connection of the system, in every network namespace', conflicts: 'pid' } },
   });
-  const target = opts.all ? { pid: undefined, what: 'every TCP connection', stop() {} } : await tools.traceTarget(opts, path.join(__dirname, 'workloads', 'tcpretrans.js'));
+  const target = opts.all ? { pid: undefined, what: 'every TCP connection', stop() {} } : await traceTarget(opts, path.join(__dirname, 'workloads', 'tcpretrans.js'));
   const owned = target.pid === undefined ? () => true : ownedBy(target.pid);
   const counts = new Map();
   let obj, events;
@@ -131,9 +135,9 @@ async function main() {
       },
       { type: 'tcpretrans_event', int64: 'number', lost: (count) => console.error(`lost ${count} records`) },
     );
-    await tools.untilStopped(opts, target);
+    await untilStopped(opts, target);
     obj.detachAll();
-    await tools.drain([events]);
+    await drain([events]);
     printSummary(opts, counts);
   } finally {
     events?.close();
@@ -142,7 +146,4 @@ async function main() {
   }
 }
 
-main().catch((err) => {
-  console.error(`tcpretrans: ${err.code ? `${err.code}: ` : ''}${err.message}`);
-  process.exitCode = 1;
-});
+run(main);

@@ -6,9 +6,13 @@
 // process's own node binary (or its libuv.so). Needs root.
 //   node examples/trace_event_loop.js [--pid N] [--duration S] [--json]
 const path = require('path');
-const bpf = require(path.join(__dirname, '..'));
-const tools = require(path.join(__dirname, '..', 'lib', 'tools'));
-const { log2Buckets, formatHistogram, histogramJSON } = require(path.join(__dirname, '..', 'lib', 'hist'));
+const bpf = require('..');
+const { parseArgs } = require('../lib/args');
+const { traceTarget, untilStopped, drain } = require('../lib/target');
+const { findFunctions } = require('../lib/procfs');
+const { wallClock, formatTime } = require('../lib/format');
+const { log2Buckets, formatHistogram, histogramJSON } = require('../lib/hist');
+const { run } = require('../lib/run');
 
 // enum uv_phase (bpf/event_loop.h), in its order (the attach cookie of each
 // phase), which is the order libuv 1.45+ (Node.js 20+) runs them in
@@ -117,7 +121,7 @@ function printIteration(opts, traced, it) {
     console.log(JSON.stringify({ pid: it.pid, tid: it.tid, loop: `0x${it.loop.toString(16)}`, iteration: it.iteration, start_ns: it.start_ns, phases_ms: phases }));
     return;
   }
-  const time = tools.formatTime(tools.wallClock(it.start_ns), { ms: true });
+  const time = formatTime(wallClock(it.start_ns), { ms: true });
   const cols = traced.map((p) => (it.phases.has(p) ? ms(it.phases.get(p)).toFixed(3) : '-').padStart(10)).join('');
   console.log(`${time.padEnd(13)}${String(it.tid).padStart(8)}${String(it.loopNumber).padStart(5)}${String(it.iteration).padStart(7)}${cols}`);
 }
@@ -135,11 +139,11 @@ function printHistograms(opts, obj, traced) {
 }
 
 async function main() {
-  const opts = tools.parseArgs('Prints the time each phase of each libuv loop iteration of a Node.js process took, and per-phase histograms.');
-  const target = await tools.traceTarget(opts, path.join(__dirname, 'workloads', 'event_loop.js'));
+  const opts = parseArgs('Prints the time each phase of each libuv loop iteration of a Node.js process took, and per-phase histograms.');
+  const target = await traceTarget(opts, path.join(__dirname, 'workloads', 'event_loop.js'));
   let obj, events;
   try {
-    const functions = tools.findFunctions(bpf, target.pid, PHASES.map(([, fn]) => fn));
+    const functions = findFunctions(bpf, target.pid, PHASES.map(([, fn]) => fn));
     const traced = PHASES.filter(([, fn]) => functions.has(fn)).map(([phase]) => phase);
     if (traced.length === 0) throw new Error(`no libuv phase function in pid ${target.pid}'s binary or libraries: is it a Node.js process?`);
     const module = functions.get('uv__io_poll')?.module ?? functions.values().next().value.module;
@@ -157,11 +161,11 @@ async function main() {
       lost: (count) => console.error(`lost ${count} records`),
     });
     printHeader(opts, traced);
-    await tools.untilStopped(opts, target);
+    await untilStopped(opts, target);
     // stop in the kernel at once: the histograms then count exactly the
     // records printed
     obj.setGlobalVariable('stopped', true);
-    await tools.drain([events]);
+    await drain([events]);
     iterations.flush();
     printHistograms(opts, obj, traced);
   } finally {
@@ -171,7 +175,4 @@ async function main() {
   }
 }
 
-main().catch((err) => {
-  console.error(`trace_event_loop: ${err.code ? `${err.code}: ` : ''}${err.message}`);
-  process.exitCode = 1;
-});
+run(main);

@@ -4,7 +4,9 @@
 //   node examples/trace_file_io.js [--pid N] [--duration S] [--json]
 const fs = require('fs');
 const path = require('path');
-const tools = require(path.join(__dirname, '..', 'lib', 'tools'));
+const { formatRet, flagNames } = require('../lib/format');
+const { traceSyscalls } = require('../lib/trace_syscalls');
+const { run } = require('../lib/run');
 
 // enum file_io_syscall (bpf/file_io.h): how records name the call
 const SYSCALLS = { FILE_IO_OPENAT: 'openat', FILE_IO_READ: 'read', FILE_IO_WRITE: 'write', FILE_IO_CLOSE: 'close' };
@@ -17,7 +19,7 @@ const O_FLAGS = { O_CREAT, O_EXCL, O_NOCTTY, O_TRUNC, O_APPEND, O_NONBLOCK, O_SY
 
 /** openat's flags by name: `O_WRONLY|O_CREAT|O_TRUNC|O_CLOEXEC`. */
 function openFlags(flags) {
-  return [ACCESS_MODES[flags & 3] ?? 'O_ACCMODE', tools.flagNames(flags & ~3, O_FLAGS, '')].filter(Boolean).join('|');
+  return [ACCESS_MODES[flags & 3] ?? 'O_ACCMODE', flagNames(flags & ~3, O_FLAGS, '')].filter(Boolean).join('|');
 }
 
 /** What a struct file_io_event (bpf/file_io.h) reports of its call. */
@@ -37,24 +39,21 @@ function toEvent(record) {
 
 /** The text after "openat took 0.015 ms". */
 function details(e) {
-  const ret = `(ret=${tools.formatRet(e.ret)})`;
+  const ret = `(ret=${formatRet(e.ret)})`;
   if (e.syscall !== 'openat') return `${ret} fd=${e.fd}`;
   const mode = e.flags.includes('O_CREAT') ? ` mode=0${e.mode.toString(8)}` : '';
   return `${ret} file=${e.filename} flags=${e.flags}${mode}`;
 }
 
-tools
-  .traceSyscalls({
+run(() =>
+  traceSyscalls({
     description: 'Prints every openat, read, write and close of a process, with its latency.',
-    object: 'file_io',
-    workload: 'file_io.js',
+    object: path.join(__dirname, '..', 'bpf', '.output', 'file_io.bpf.o'),
+    workload: path.join(__dirname, 'workloads', 'file_io.js'),
     syscalls: Object.values(SYSCALLS),
     buffer: 'perf',
     type: 'file_io_event',
     toEvent,
     details,
-  })
-  .catch((err) => {
-    console.error(`trace_file_io: ${err.code ? `${err.code}: ` : ''}${err.message}`);
-    process.exitCode = 1;
-  });
+  }),
+);

@@ -4,7 +4,9 @@
 // buffer. Needs root.
 //   node examples/trace_mem_latency.js [--pid N] [--duration S] [--json]
 const path = require('path');
-const tools = require(path.join(__dirname, '..', 'lib', 'tools'));
+const { formatRet, flagNames } = require('../lib/format');
+const { traceSyscalls } = require('../lib/trace_syscalls');
+const { run } = require('../lib/run');
 
 // enum mem_syscall (bpf/mem_latency.h): how records name the call
 const SYSCALLS = { MEM_MMAP: 'mmap', MEM_MUNMAP: 'munmap', MEM_MADVISE: 'madvise' };
@@ -37,8 +39,8 @@ function toEvent(record) {
     addr: record.addr,
     len: record.len,
     ...(syscall === 'mmap' && {
-      prot: tools.flagNames(record.prot, PROT, 'PROT_NONE'),
-      flags: tools.flagNames(record.flags, MAP),
+      prot: flagNames(record.prot, PROT, 'PROT_NONE'),
+      flags: flagNames(record.flags, MAP),
       fd: record.fd,
     }),
     ...(syscall === 'madvise' && { advice: MADV[record.advice] ?? String(record.advice) }),
@@ -50,26 +52,23 @@ const hex = (n) => `0x${n.toString(16)}`;
 
 /** The text after "mmap took 0.015 ms". */
 function details(e) {
-  const ret = e.syscall === 'mmap' && e.ret >= 0 ? hex(e.ret) : tools.formatRet(e.ret);
+  const ret = e.syscall === 'mmap' && e.ret >= 0 ? hex(e.ret) : formatRet(e.ret);
   const range = `addr=${hex(e.addr)} len=${e.len}`;
   if (e.syscall === 'mmap') return `(ret=${ret}) ${range} ${e.prot} ${e.flags}${e.fd >= 0 ? ` fd=${e.fd}` : ''}`;
   if (e.syscall === 'madvise') return `(ret=${ret}) ${range} ${e.advice}`;
   return `(ret=${ret}) ${range}`;
 }
 
-tools
-  .traceSyscalls({
+run(() =>
+  traceSyscalls({
     description: 'Prints every mmap, munmap and madvise of a process, with its latency.',
-    object: 'mem_latency',
-    workload: 'mem.js',
+    object: path.join(__dirname, '..', 'bpf', '.output', 'mem_latency.bpf.o'),
+    workload: path.join(__dirname, 'workloads', 'mem.js'),
     nodeArgs: ['--expose-gc'],
     syscalls: Object.values(SYSCALLS),
     buffer: 'ring',
     type: 'mem_event',
     toEvent,
     details,
-  })
-  .catch((err) => {
-    console.error(`trace_mem_latency: ${err.code ? `${err.code}: ` : ''}${err.message}`);
-    process.exitCode = 1;
-  });
+  }),
+);

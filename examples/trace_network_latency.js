@@ -4,7 +4,9 @@
 //   node examples/trace_network_latency.js [--pid N] [--duration S] [--json]
 const net = require('net');
 const path = require('path');
-const tools = require(path.join(__dirname, '..', 'lib', 'tools'));
+const { formatRet, flagNames } = require('../lib/format');
+const { traceSyscalls } = require('../lib/trace_syscalls');
+const { run } = require('../lib/run');
 
 // enum net_syscall (bpf/net_latency.h): how records name the call
 const SYSCALLS = { NET_SOCKET: 'socket', NET_CONNECT: 'connect' };
@@ -35,7 +37,7 @@ function toEvent(record) {
     ret: record.ret,
     family,
     ...(syscall === 'socket' && {
-      type: [TYPES[type & 0xf] ?? `type ${type & 0xf}`, tools.flagNames(type & ~0xf, TYPE_FLAGS, '')].filter(Boolean).join('|'),
+      type: [TYPES[type & 0xf] ?? `type ${type & 0xf}`, flagNames(type & ~0xf, TYPE_FLAGS, '')].filter(Boolean).join('|'),
       protocol: record.protocol,
     }),
     ...(syscall === 'connect' && { fd: record.fd, addr: ipAddress(family, record.addr), port: record.port }),
@@ -45,24 +47,21 @@ function toEvent(record) {
 
 /** The text after "connect took 0.015 ms". */
 function details(e) {
-  const ret = `(ret=${tools.formatRet(e.ret)})`;
+  const ret = `(ret=${formatRet(e.ret)})`;
   if (e.syscall === 'socket') return `${ret} ${e.family} ${e.type} protocol=${e.protocol}`;
   if (e.addr === undefined) return `${ret} fd=${e.fd} ${e.family}`;
   return `${ret} fd=${e.fd} to ${e.family === 'AF_INET6' ? `[${e.addr}]` : e.addr}:${e.port}`;
 }
 
-tools
-  .traceSyscalls({
+run(() =>
+  traceSyscalls({
     description: 'Prints every socket and connect of a process, with its latency and destination.',
-    object: 'net_latency',
-    workload: 'net.js',
+    object: path.join(__dirname, '..', 'bpf', '.output', 'net_latency.bpf.o'),
+    workload: path.join(__dirname, 'workloads', 'net.js'),
     syscalls: Object.values(SYSCALLS),
     buffer: 'ring',
     type: 'net_event',
     toEvent,
     details,
-  })
-  .catch((err) => {
-    console.error(`trace_network_latency: ${err.code ? `${err.code}: ` : ''}${err.message}`);
-    process.exitCode = 1;
-  });
+  }),
+);

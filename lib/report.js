@@ -7,7 +7,7 @@
  *
  *   const { Tally, formatTable, ReportClock, printReport } = require('node-libbpf/lib/report');
  */
-const { formatTime } = require('./tools');
+const { formatTime } = require('./format');
 
 /**
  * Rows of counts, by key, kept twice: since the last `takeInterval()`, and

@@ -6,7 +6,7 @@
 const { spawn } = require('child_process');
 const os = require('os');
 const path = require('path');
-const { buildGo } = require(path.join(__dirname, '..', '..', 'lib', 'go'));
+const { buildGo } = require('../../lib/go');
 
 const binary = buildGo(path.join(__dirname, 'goroutines.go'), path.join(os.tmpdir(), 'node-libbpf-workloads', 'goroutines'));
 // its stdin is a pipe from us: it exits when we do, however we end

@@ -8,7 +8,7 @@
 // after 3000 transfers.
 const path = require('path');
 const readline = require('readline');
-const { createVethPair } = require(path.join(__dirname, '..', '..', 'lib', 'netns'));
+const { createVethPair } = require('../../lib/netns');
 
 const PORT = 8080;
 const BYTES = 64 * 1024;

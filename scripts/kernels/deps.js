@@ -69,7 +69,7 @@ function ensureBuilt() {
  * (helpers.buildFixture): the VM has no gcc. Returns the binaries.
  */
 function prebuildFixtures() {
-  const { buildFixture } = require(path.join(ROOT, '__test__', 'helpers'));
+  const { buildFixture } = require('../../__test__/helpers');
   return fs
     .readdirSync(path.join(ROOT, '__test__', 'fixtures'))
     .filter((f) => f.endsWith('.c'))
