@@ -6,7 +6,7 @@
  *
  *   const { wallClock, formatTime, errnoName, formatRet, flagNames } = require('node-libbpf/lib/format');
  */
-const os = require('os');
+const { errnoName } = require('./names');
 
 // bpf_ktime_get_ns() and process.hrtime() both read CLOCK_MONOTONIC
 const MONOTONIC_TO_EPOCH_NS = BigInt(Date.now()) * 1_000_000n - process.hrtime.bigint();
@@ -22,16 +22,6 @@ function formatTime(date, { ms = false } = {}) {
   const two = (n) => String(n).padStart(2, '0');
   const hms = `${two(date.getHours())}:${two(date.getMinutes())}:${two(date.getSeconds())}`;
   return ms ? `${hms}.${String(date.getMilliseconds()).padStart(3, '0')}` : hms;
-}
-
-const ERRNO_NAMES = new Map();
-for (const [name, value] of Object.entries(os.constants.errno)) {
-  if (!ERRNO_NAMES.has(value)) ERRNO_NAMES.set(value, name);
-}
-
-/** The name of an errno: `errnoName(115)` is `EINPROGRESS`. */
-function errnoName(errno) {
-  return ERRNO_NAMES.get(errno) ?? `errno ${errno}`;
 }
 
 /** A syscall's return value: `3`, or `-115 EINPROGRESS` for an error. */
