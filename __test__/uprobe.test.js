@@ -6,6 +6,7 @@ const assert = require('node:assert');
 const fs = require('node:fs');
 const { spawn, execFileSync } = require('node:child_process');
 const { bpf, objectPath, buildFixture, sleep, waitFor, throwsCode } = require('./helpers');
+const { syscallNumber } = require('../lib/names');
 
 /** Decodes `struct call_event` (__test__/bpf/uprobe.h). */
 const decode = (d) => ({ pid: d.readUInt32LE(0), arg: d.readInt32LE(4), ret: Number(d.readBigInt64LE(8)) });
@@ -163,6 +164,16 @@ test('uprobe.multi: many functions in one link, told apart by cookies', async (t
   }
   const binary = buildFixture('add_one');
   const { child, exited, go } = startAddOne(30);
+  // main has been entered once the child waits in read(2) for 'go'
+  const read = String(syscallNumber('read'));
+  const inRead = () => {
+    try {
+      return fs.readFileSync(`/proc/${child.pid}/syscall`, 'utf8').split(' ')[0] === read;
+    } catch {
+      return false;
+    }
+  };
+  assert.ok(await waitFor(inRead, 5000), 'the fixture reached its read(2)');
   const obj = bpf.loadBpfProgram(objectPath('uprobe'));
   t.after(() => obj.close());
   obj.attachUprobeMulti(binary, ['add_one', 'main'], 'handle_multi', { pid: child.pid, cookies: [1n, 2n] });
