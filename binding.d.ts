@@ -54,6 +54,13 @@ export declare class NativeBuffer {
   /** Whether an open buffer keeps the process alive. */
   setRef(keepAlive: boolean): void
   /**
+   * The dispatcher yields to the event loop with records left: no more
+   * batches until `resume()` (the poller keeps queueing, then dropping).
+   */
+  pause(): void
+  /** The dispatcher has caught up: hand it what is queued. */
+  resume(): void
+  /**
    * Records lost so far: dropped because JavaScript fell behind, or (perf
    * buffers) by the kernel because the buffer was full.
    */

@@ -117,3 +117,23 @@ test('where code generation is refused (node --disallow-code-generation-from-str
   assert.strictEqual(run.status, 0, run.stderr);
   assert.deepStrictEqual(JSON.parse(run.stdout), { allowed: false, pid: 99, comm: 'abc' });
 });
+
+test('a field named __proto__ is a field, and a 32-bit bitfield across 5 bytes is a number', () => {
+  const odd = {
+    kind: 'struct',
+    name: 'odd',
+    size: 8,
+    fields: [
+      { name: '__proto__', offset: 0, type: { kind: 'int', size: 1, signed: false } },
+      { name: 'wide', offset: 0, bitOffset: 11, bitSize: 30, type: { kind: 'int', size: 4, signed: false } },
+    ],
+  };
+  const b = codec.encode(odd, JSON.parse('{"__proto__": 7, "wide": 1073741823}'), 'odd');
+  for (const decoderOf of [codec.generatedDecoder, codec.interpretedDecoder]) {
+    const v = decodeAll(decoderOf(odd), b);
+    assert.deepStrictEqual(Object.keys(v), ['__proto__', 'wide']);
+    assert.strictEqual(Object.getPrototypeOf(v), Object.prototype);
+    assert.strictEqual(v.wide, 1073741823);
+    assert.strictEqual(Object.getOwnPropertyDescriptor(v, '__proto__').value, 7);
+  }
+});

@@ -8,7 +8,7 @@
 //
 // The seed is random and printed; FUZZ_SEED=<n> replays a run, FUZZ_CASES
 // sets how many cases (default 5000). New kinds of crashers are written to
-// __test__/fixtures/fuzz/ (up to 20 files there; not with FUZZ_NO_KEEP=1)
+// __test__/fixtures/fuzz/ (up to 20 files there; not with FUZZ_NO_KEEP=1, nor in CI)
 // and loaded again by the regression test at the end of this file.
 //
 // This file is also the child: `node fuzz.test.js run <seed> <from> <to>`
@@ -413,7 +413,7 @@ if (['run', 'open', 'write'].includes(process.argv[2])) {
     if (crashed.length > 0) t.diagnostic(`crashed: ${tally((c) => c.died)}; by class: ${tally((c) => c.slug)}`);
     for (const c of crashed.slice(0, 20)) t.diagnostic(`case ${c.id} (${c.base}: ${c.what}): ${c.died === 'hang' ? `no answer for ${CASE_TIMEOUT_MS / 1000} s` : `${c.died}; ${c.panic}`}`);
     if (crashed.length > 20) t.diagnostic(`... and ${crashed.length - 20} more`);
-    const kept = crashed.length > 0 && !process.env.FUZZ_NO_KEEP ? keepCrashers(crashed) : [];
+    const kept = crashed.length > 0 && !process.env.FUZZ_NO_KEEP && !process.env.CI ? keepCrashers(crashed) : [];
     if (kept.length > 0) t.diagnostic(`new crashers kept in __test__/fixtures/fuzz/: ${kept.join(', ')}`);
     for (const { id, o } of bad) t.diagnostic(`case ${id}: not a coded Error: ${o}`);
 

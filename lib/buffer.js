@@ -29,13 +29,21 @@ class EventBuffer {
     this.#kind = kind;
     this.#map = map;
     this.#onClose = onClose;
-    this.#dispatch = dispatcher({ callback, lost, onError, perCpu, decode, typeName, batch, state: this.#state });
-    // the native side holds the function it calls for as long as the buffer
-    // is open: it reaches the buffer through a WeakRef, so that a forgotten,
-    // unref()'d buffer (and its object) can still be garbage-collected
-    const self = new WeakRef(this);
-    this.#native = open((data, ends, cpus, losses) => self.deref()?.#dispatch(data, ends, cpus, losses));
+    const flow = { pause: () => this.#native.pause(), resume: () => this.#native.resume() };
+    this.#dispatch = dispatcher({ callback, lost, onError, perCpu, decode, typeName, batch, state: this.#state, flow });
+    this.#native = open(EventBuffer.#forwarder(new WeakRef(this)));
     keptAlive.add(this);
+  }
+
+  /**
+   * The function the native side holds for as long as the buffer is open:
+   * it reaches the buffer through a WeakRef, so that a forgotten, unref()'d
+   * buffer (and its object) can still be garbage-collected. Made here, not
+   * in the constructor: a closure there would share the constructor's
+   * scope, and with it `this`.
+   */
+  static #forwarder(ref) {
+    return (data, ends, cpus, losses) => ref.deref()?.#dispatch(data, ends, cpus, losses);
   }
 
   /** Stops delivery at once (no callback runs after it returns) and frees the buffer. Idempotent. */

@@ -105,11 +105,12 @@ function generatedDecoder(layout, options) {
     const shift = f.bitOffset & 7;
     const nbytes = (shift + f.bitSize + 7) >> 3;
     if (nbytes > 4) {
-      // wide bitfields: BigInt arithmetic
+      // bitfields over more than 4 bytes: BigInt arithmetic; a number when
+      // it fits 32 bits, as narrower bitfields are
       const bytes = Array.from({ length: nbytes }, (_, i) => `(BigInt(b[${base} + ${first + i}]) << ${8 * i}n)`).join(' | ');
       const v = `((${bytes}) >> ${shift}n) & ${(1n << BigInt(f.bitSize)) - 1n}n`;
       const signedV = f.type.signed ? `BigInt.asIntN(${f.bitSize}, ${v})` : v;
-      return asNumber ? `Number(${signedV})` : signedV;
+      return asNumber || f.bitSize <= 32 ? `Number(${signedV})` : signedV;
     }
     const bytes = Array.from({ length: nbytes }, (_, i) => `(b[${base} + ${first + i}] << ${8 * i})`).join(' | ');
     const raw = `(((${bytes}) >>> ${shift}) & ${f.bitSize === 32 ? 0xffffffff : (1 << f.bitSize) - 1})`;
@@ -149,7 +150,8 @@ function generatedDecoder(layout, options) {
       case 'union': {
         const props = t.fields.map((f) => {
           const value = f.bitSize ? bitfieldExpr(f, at) : expr(f.type, `${at} + ${f.offset}`);
-          return `${JSON.stringify(f.name)}: ${value}`;
+          // a C field may be called __proto__: a computed key makes it a field, not the prototype
+          return `${f.name === '__proto__' ? '["__proto__"]' : JSON.stringify(f.name)}: ${value}`;
         });
         return `{ ${props.join(', ')} }`;
       }
@@ -206,7 +208,7 @@ function interpretedDecoder(layout, options) {
         for (let i = 0; i < nbytes; i++) v |= BigInt(b[base + first + i]) << BigInt(8 * i);
         v = (v >> BigInt(shift)) & mask;
         if (f.type.signed) v = BigInt.asIntN(f.bitSize, v);
-        return asNumber ? Number(v) : v;
+        return asNumber || f.bitSize <= 32 ? Number(v) : v;
       };
     }
     const mask = f.bitSize === 32 ? 0xffffffff : (1 << f.bitSize) - 1;
@@ -249,9 +251,13 @@ function interpretedDecoder(layout, options) {
       case 'struct':
       case 'union': {
         const fields = t.fields.map((f) => ({ name: f.name, offset: f.bitSize ? 0 : f.offset, read: f.bitSize ? bitfield(f) : build(f.type) }));
+        const set = (o, name, v) => {
+          if (name === '__proto__') Object.defineProperty(o, name, { value: v, enumerable: true, writable: true, configurable: true });
+          else o[name] = v;
+        };
         return (b, at, end, dv) => {
           const o = {};
-          for (const f of fields) o[f.name] = f.read(b, at + f.offset, end, dv);
+          for (const f of fields) set(o, f.name, f.read(b, at + f.offset, end, dv));
           return o;
         };
       }

@@ -22,6 +22,9 @@
 class RawRecord extends Uint8Array {}
 Object.setPrototypeOf(RawRecord.prototype, Buffer.prototype);
 
+/** Milliseconds of each turn of the event loop that delivery may take. */
+const BUDGET_MS = 10;
+
 const rethrow = (e) =>
   process.nextTick(() => {
     throw e;
@@ -37,8 +40,9 @@ const rethrow = (e) =>
  * @param {Function} [o.onError] gets an ERR_BPF_SHORT_RECORD Error per short record
  * @param {boolean} [o.batch] one call per batch: `(data, ends[, cpus])`
  * @param {{ closed: boolean, received: number, decodeErrors: number }} o.state
+ * @param {{ pause(): void, resume(): void }} o.flow stops and restarts the addon's hand-over
  */
-function dispatcher({ callback, perCpu, decode, typeName, lost, onError, batch, state }) {
+function dispatcher({ callback, perCpu, decode, typeName, lost, onError, batch, state, flow }) {
   let warned = false;
   const short = (len) => {
     state.decodeErrors++;
@@ -84,16 +88,38 @@ function dispatcher({ callback, perCpu, decode, typeName, lost, onError, batch, 
     };
   }
 
-  return function dispatch(data, ends, cpus, losses) {
+  // The event loop must keep turning while records stream in: the records
+  // handed over in one turn of the loop get BUDGET_MS of it. Past that, the
+  // rest of the batch waits for a setImmediate() (timers and I/O run first)
+  // and the addon is paused meanwhile, so its queue fills and then drops and
+  // counts, as it does for any callback that cannot keep up.
+  let turnEnd = 0; // when this turn's budget is spent (0: not started)
+  let pending = null; // [data, ends, cpus, losses, next record, its start]
+  const endTurn = () => {
+    turnEnd = 0;
+  };
+  const startTurn = () => {
+    if (turnEnd === 0) {
+      turnEnd = performance.now() + BUDGET_MS;
+      setImmediate(endTurn);
+    }
+  };
+
+  function run(data, ends, cpus, losses, from, start) {
     const n = ends.length;
     // one view per batch: DataView reads are inlined by V8, Buffer's
     // read*LE methods are not
     const dv = decode === null ? null : new DataView(data.buffer, data.byteOffset, data.length);
     const size = decode === null ? 0 : decode.size;
     const { buffer, byteOffset } = data;
-    let start = 0;
-    for (let i = 0; i < n; i++) {
+    for (let i = from; i < n; i++) {
       if (state.closed) return;
+      if ((i & 127) === 0 && performance.now() > turnEnd) {
+        pending = [data, ends, cpus, losses, i, start];
+        flow.pause();
+        setImmediate(resume);
+        return;
+      }
       const end = ends[i];
       let record;
       if (decode === null) {
@@ -115,6 +141,22 @@ function dispatcher({ callback, perCpu, decode, typeName, lost, onError, batch, 
       }
     }
     reportLosses(losses);
+  }
+
+  function resume() {
+    const batch = pending;
+    pending = null;
+    if (state.closed || batch === null) return;
+    startTurn();
+    run(...batch);
+    if (pending === null) flow.resume();
+  }
+
+  return function dispatch(data, ends, cpus, losses) {
+    // paused: the addon hands over nothing more until flow.resume()
+    if (pending !== null) return reportLosses(losses);
+    startTurn();
+    run(data, ends, cpus, losses, 0, 0);
   };
 }
 

@@ -108,9 +108,33 @@ pub fn struct_names(btf: &Btf<'_>) -> Vec<String> {
   names
 }
 
+/// `ty` without its typedefs and modifiers (const, volatile, ...), at most
+/// MAX_DEPTH of them: a broken object's BTF can make a `const` refer to
+/// itself, and libbpf-rs's `skip_mods_and_typedefs()` then never returns.
+fn resolve(ty: BtfType<'_>) -> BtfType<'_> {
+  let mut t = ty;
+  for _ in 0..MAX_DEPTH {
+    match t.kind() {
+      BtfKind::Typedef | BtfKind::Volatile | BtfKind::Const | BtfKind::Restrict | BtfKind::TypeTag => match t.next_type() {
+        Some(next) => t = next,
+        None => return t,
+      },
+      _ => return t,
+    }
+  }
+  t
+}
+
 /// A C-like spelling of a type: `u32`, `s64`, `char[16]`, `struct event`.
 pub fn c_name(ty: BtfType<'_>) -> String {
-  let ty = ty.skip_mods_and_typedefs();
+  c_name_at(ty, 0)
+}
+
+fn c_name_at(ty: BtfType<'_>, depth: usize) -> String {
+  let ty = resolve(ty);
+  if depth > MAX_DEPTH {
+    return "?".into();
+  }
   match ty.kind() {
     BtfKind::Int => {
       let int = types::Int::try_from(ty).expect("kind checked");
@@ -127,7 +151,7 @@ pub fn c_name(ty: BtfType<'_>) -> String {
     BtfKind::Float => format!("float{}", size_of(ty) * 8),
     BtfKind::Array => {
       let arr = types::Array::try_from(ty).expect("kind checked");
-      format!("{}[{}]", c_name(arr.contained_type()), arr.capacity())
+      format!("{}[{}]", c_name_at(arr.contained_type(), depth + 1), arr.capacity())
     }
     BtfKind::Struct => format!("struct {}", name_of(ty.name())),
     BtfKind::Union => format!("union {}", name_of(ty.name())),
@@ -136,7 +160,14 @@ pub fn c_name(ty: BtfType<'_>) -> String {
 }
 
 fn size_of(ty: BtfType<'_>) -> usize {
-  let ty = ty.skip_mods_and_typedefs();
+  size_at(ty, 0)
+}
+
+fn size_at(ty: BtfType<'_>, depth: usize) -> usize {
+  let ty = resolve(ty);
+  if depth > MAX_DEPTH {
+    return 0;
+  }
   match ty.kind() {
     BtfKind::Int => types::Int::try_from(ty).map(|t| t.size()).unwrap_or(0),
     BtfKind::Struct | BtfKind::Union => types::Composite::try_from(ty).map(|t| t.size()).unwrap_or(0),
@@ -146,7 +177,7 @@ fn size_of(ty: BtfType<'_>) -> usize {
     BtfKind::Ptr => 8,
     BtfKind::Array => {
       let arr = types::Array::try_from(ty).expect("kind checked");
-      arr.capacity() * size_of(arr.contained_type())
+      arr.capacity().saturating_mul(size_at(arr.contained_type(), depth + 1))
     }
     _ => 0,
   }
@@ -160,7 +191,7 @@ pub fn layout(btf: &Btf<'_>, ty: BtfType<'_>) -> Value {
 const MAX_DEPTH: usize = 32;
 
 fn layout_at(btf: &Btf<'_>, ty: BtfType<'_>, depth: usize) -> Value {
-  let ty = ty.skip_mods_and_typedefs();
+  let ty = resolve(ty);
   let size = size_of(ty);
   if depth > MAX_DEPTH {
     return json!({"kind": "bytes", "size": size});
@@ -191,7 +222,7 @@ fn layout_at(btf: &Btf<'_>, ty: BtfType<'_>, depth: usize) -> Value {
     BtfKind::Float => json!({"kind": "float", "size": size}),
     BtfKind::Array => {
       let arr = types::Array::try_from(ty).expect("kind checked");
-      let elem = arr.contained_type().skip_mods_and_typedefs();
+      let elem = resolve(arr.contained_type());
       let len = arr.capacity();
       let elem_size = size_of(elem);
       if elem_size == 1 && elem.kind() == BtfKind::Int {
@@ -210,7 +241,7 @@ fn layout_at(btf: &Btf<'_>, ty: BtfType<'_>, depth: usize) -> Value {
           types::MemberAttr::BitField { size, offset } => (offset as usize, size as usize),
         };
         let Some(member_ty) = btf.type_by_id::<BtfType<'_>>(member.ty) else { continue };
-        let resolved = member_ty.skip_mods_and_typedefs();
+        let resolved = resolve(member_ty);
         let name = name_of(member.name);
         // a zero-length trailing array: the rest of the record
         if i + 1 == count && resolved.kind() == BtfKind::Array && size_of(resolved) == 0 {

@@ -74,6 +74,22 @@ impl NativeBuffer {
     guard(|| Ok(self.sink.doorbell.set_ref(&env, keep_alive)?))
   }
 
+  /// The dispatcher yields to the event loop with records left: no more
+  /// batches until `resume()` (the poller keeps queueing, then dropping).
+  #[napi]
+  pub fn pause(&self) {
+    self.sink.paused.store(true, std::sync::atomic::Ordering::Release);
+  }
+
+  /// The dispatcher has caught up: hand it what is queued.
+  #[napi]
+  pub fn resume(&self) {
+    self.sink.paused.store(false, std::sync::atomic::Ordering::Release);
+    if !self.sink.queue_rx.is_empty() {
+      self.sink.ring();
+    }
+  }
+
   /// Records lost so far: dropped because JavaScript fell behind, or (perf
   /// buffers) by the kernel because the buffer was full.
   #[napi(getter)]
@@ -136,7 +152,7 @@ const DRAIN_BYTES: usize = 8 << 20;
 fn drain(sink: &Sink, per_cpu: bool) -> DispatchArgs {
   sink.scheduled.store(false, Ordering::Release);
   let mut merged = Batch::default();
-  if !sink.is_closed() {
+  if !sink.is_closed() && !sink.paused.load(Ordering::Acquire) {
     while merged.data.len() < DRAIN_BYTES {
       let Ok(batch) = sink.queue_rx.try_recv() else { break };
       sink.queued_bytes.fetch_sub(batch.data.len(), Ordering::AcqRel);
@@ -149,8 +165,8 @@ fn drain(sink: &Sink, per_cpu: bool) -> DispatchArgs {
       merged.ends.extend(batch.ends.iter().map(|e| e + base));
       merged.cpus.extend_from_slice(&batch.cpus);
     }
-    if !sink.queue_rx.is_empty() && !sink.scheduled.swap(true, Ordering::AcqRel) {
-      sink.doorbell.notify();
+    if !sink.queue_rx.is_empty() {
+      sink.ring();
     }
   }
   let losses = sink.take_unreported_lost();

@@ -327,6 +327,18 @@ fn open(source: Either<String, Buffer>, options: LoadOptions) -> BpfResult<Objec
     error.message.push_str("; compile it with: clang -g -O2 -target bpf -c prog.bpf.c -o prog.bpf.o");
     error
   })?;
+  // libbpf crashes loading a struct_ops map that is not in a .struct_ops
+  // section (a corrupt object can make one); node-libbpf cannot register
+  // struct_ops anyway
+  if let Some(map) = open.maps().find(|m| m.map_type() == libbpf_rs::MapType::StructOps) {
+    return err(
+      Code::NotSupported,
+      format!(
+        "{label}: map '{}' is a BPF_MAP_TYPE_STRUCT_OPS map; node-libbpf does not load struct_ops (use bpftool struct_ops register)",
+        map.name().to_string_lossy()
+      ),
+    );
+  }
   Ok(ObjectHandle { state: Rc::new(RefCell::new(ObjectState::open(label, open))) })
 }
 

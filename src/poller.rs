@@ -71,6 +71,9 @@ pub(crate) struct Sink {
   pub queued_bytes: AtomicUsize,
   /// A doorbell call is queued and has not started draining yet.
   pub scheduled: AtomicBool,
+  /// JavaScript has records left from the last batch (its dispatcher
+  /// yielded to the event loop): no doorbell until it resumes.
+  pub paused: AtomicBool,
   closed: AtomicBool,
   /// Records lost: dropped here (queue full) or by the kernel (perf).
   pub lost: AtomicU64,
@@ -90,6 +93,7 @@ impl Sink {
       queue_rx,
       queued_bytes: AtomicUsize::new(0),
       scheduled: AtomicBool::new(false),
+      paused: AtomicBool::new(false),
       closed: AtomicBool::new(false),
       lost: AtomicU64::new(0),
       unreported_lost: Mutex::new(vec![0; cpus.max(1)]),
@@ -117,8 +121,10 @@ impl Sink {
     Some(done)
   }
 
-  fn ring(&self) {
-    if !self.scheduled.swap(true, Ordering::AcqRel) {
+  /// Asks JavaScript to drain the queue, unless a call is pending or the
+  /// dispatcher is paused.
+  pub fn ring(&self) {
+    if !self.paused.load(Ordering::Acquire) && !self.scheduled.swap(true, Ordering::AcqRel) {
       self.doorbell.notify();
     }
   }
