@@ -247,7 +247,8 @@ impl ObjectState {
 
   /// Keeps a buffer opened on one of the object's maps, to close with it.
   pub fn add_buffer(&mut self, sink: Arc<Sink>) {
-    self.buffers.retain(|s| !s.is_closed());
+    // closed ones whose consumer is freed already are done with
+    self.buffers.retain(|s| !s.is_closed() || !s.is_freed());
     self.buffers.push(sink);
   }
 
@@ -255,7 +256,14 @@ impl ObjectState {
   /// and what the kernel holds (links, programs, maps) is returned, to be
   /// released off the JS thread (see src/release.rs).
   pub fn close(&mut self) -> Garbage {
-    let consumers = std::mem::take(&mut self.buffers).iter().filter_map(|sink| sink.close()).collect();
+    // buffers closed before (by their own close()) are waited for too
+    let consumers = std::mem::take(&mut self.buffers)
+      .iter()
+      .filter_map(|sink| {
+        sink.close();
+        sink.freed()
+      })
+      .collect();
     Garbage::new(consumers, std::mem::take(&mut self.links), std::mem::replace(&mut self.stage, Stage::Closed))
   }
 }

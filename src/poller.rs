@@ -81,6 +81,8 @@ pub(crate) struct Sink {
   /// ring buffers).
   pub unreported_lost: Mutex<Vec<u64>>,
   pub doorbell: Doorbell,
+  /// Set by `close()`: hears when the poller has freed the consumer.
+  freed: Mutex<Option<Receiver<()>>>,
 }
 
 impl Sink {
@@ -98,6 +100,7 @@ impl Sink {
       lost: AtomicU64::new(0),
       unreported_lost: Mutex::new(vec![0; cpus.max(1)]),
       doorbell: Doorbell::default(),
+      freed: Mutex::new(None),
     }
   }
 
@@ -105,20 +108,37 @@ impl Sink {
     self.closed.load(Ordering::Acquire)
   }
 
+  /// Whether the poller has freed the consumer (after `close()`).
+  pub fn is_freed(&self) -> bool {
+    self.freed.lock().unwrap_or_else(|e| e.into_inner()).as_ref().is_none_or(|rx| !rx.is_empty())
+  }
+
   /// The one close path of a buffer (its own `close()`, its object's, or
   /// the object's garbage collection): nothing more is handed to JavaScript
   /// from here on, the threadsafe function is released (the event loop may
   /// exit) and the poller frees the consumer on its next turn, without
-  /// making the caller wait for it. The receiver says when it has (None:
-  /// closed before).
-  pub fn close(&self) -> Option<Receiver<()>> {
+  /// making the caller wait for it (`freed()` says when it has).
+  pub fn close(&self) {
     if self.closed.swap(true, Ordering::AcqRel) {
-      return None;
+      return;
     }
     self.doorbell.release();
-    let (freed, done) = crossbeam_channel::bounded(1);
-    POLLER.get()?.send(Command::Remove(self.id, freed));
-    Some(done)
+    // what waited for JavaScript is dropped now, not when the last handle
+    // of the buffer is garbage-collected
+    while let Ok(batch) = self.queue_rx.try_recv() {
+      self.queued_bytes.fetch_sub(batch.data.len(), Ordering::AcqRel);
+    }
+    if let Some(poller) = POLLER.get() {
+      let (freed, done) = crossbeam_channel::bounded(1);
+      *self.freed.lock().unwrap_or_else(|e| e.into_inner()) = Some(done);
+      poller.send(Command::Remove(self.id, freed));
+    }
+  }
+
+  /// After `close()`: a receiver that hears when the poller has freed the
+  /// consumer (None: asked already, or there was no consumer).
+  pub fn freed(&self) -> Option<Receiver<()>> {
+    self.freed.lock().unwrap_or_else(|e| e.into_inner()).take()
   }
 
   /// Asks JavaScript to drain the queue, unless a call is pending or the
