@@ -64,6 +64,7 @@ fn releaser() -> Option<&'static Sender<Job>> {
       let spawned = std::thread::Builder::new().name("node-libbpf-release".into()).spawn(move || {
         for (garbage, done) in rx {
           garbage.release();
+          trim();
           if let Some(done) = done {
             done();
           }
@@ -72,6 +73,17 @@ fn releaser() -> Option<&'static Sender<Job>> {
       spawned.ok().map(|_| tx)
     })
     .as_ref()
+}
+
+/// Gives the C heap's free pages back to the system (glibc keeps them, and
+/// freeing libbpf objects and the poller's batches on other threads than
+/// the ones that made them fragments it).
+fn trim() {
+  #[cfg(target_env = "gnu")]
+  // SAFETY: malloc_trim has no preconditions.
+  unsafe {
+    libc::malloc_trim(0);
+  }
 }
 
 /// Releases `garbage` on the release thread, then calls `done` there (on
