@@ -15,6 +15,9 @@ const CACHE = path.join(ROOT, '.cache', 'kernels');
  */
 const NOT_KERNEL = {
   'typegen.test.js': 'type-checks generated TypeScript declarations with tsc (node_modules/typescript); loads nothing into the kernel',
+  'codec.test.js': 'the codec on its own, in JavaScript: loads nothing into the kernel',
+  'codec_fuzz.test.js': 'random layouts into the codec, in JavaScript: loads nothing into the kernel',
+  'fuzz.test.js': "5,000 mutated objects against libbpf's parser (user space; under TCG it would take most of the VM's time)",
 };
 
 /**
