@@ -462,4 +462,4 @@ function encode(layout, value, what) {
   return b;
 }
 
-module.exports = { decoder, generatedDecoder, interpretedDecoder, decode, encode, typeName, checkOptions, codeGenerationAllowed, invalid };
+module.exports = { decoder, generatedDecoder, interpretedDecoder, decode, encode, typeName, checkOptions, codeGenerationAllowed };
