@@ -7,10 +7,12 @@ const { execFileSync } = require('node:child_process');
 
 const root = path.join(__dirname, '..');
 const bpf = require('..');
+const { bpfArch, objectPath: shippedObject } = require('../lib/objects');
 
-/** The compiled test program `__test__/bpf/<name>.bpf.c`. */
+/** The compiled test program `__test__/bpf/<name>.bpf.c`, or else the shipped `bpf/<name>.bpf.c` (npm run build:bpf). */
 function objectPath(name) {
-  return path.join(root, 'bpf', '.output', `${name}.bpf.o`);
+  const test = path.join(__dirname, 'bpf', bpfArch(), `${name}.bpf.o`);
+  return fs.existsSync(test) ? test : shippedObject(name);
 }
 
 /**

@@ -86,19 +86,20 @@ test('features() describes the running kernel', (t) => {
 test('every BPF object of the project loads here (CO-RE relocations, this kernel\'s verifier)', (t) => {
   // compiled against the build machine's vmlinux.h: CO-RE must fit them to this
   // kernel's BTF, and this kernel's verifier (older ones track less) must accept them
-  const dir = path.dirname(objectPath('openat'));
-  const objects = fs.readdirSync(dir).filter((f) => f.endsWith('.bpf.o')).sort();
+  const dirs = [path.dirname(objectPath('openat')), path.dirname(objectPath('file_io'))];
+  const paths = dirs.flatMap((dir) => fs.readdirSync(dir).filter((f) => f.endsWith('.bpf.o')).map((f) => path.join(dir, f)));
+  const objects = paths.map((p) => path.basename(p)).sort();
   assert.ok(objects.includes('kprobe_openat.bpf.o') && objects.includes('file_io.bpf.o'));
   const failed = [];
-  for (const file of objects) {
-    const obj = bpf.loadBpfProgram(path.join(dir, file));
+  for (const file of paths) {
+    const obj = bpf.loadBpfProgram(file);
     try {
       obj.load();
     } catch (e) {
       // fentry/fexit programs are refused by some kernels: the ENOTSUP test below covers it
       const refused = !features.fentry && e.code === 'ENOTSUP' && /refuses (fentry|fexit|fmod_ret)/.test(e.message);
-      if (refused) t.diagnostic(`${file}: fentry/fexit refused by this kernel`);
-      else failed.push(`${file}: ${e.code}: ${e.message}`);
+      if (refused) t.diagnostic(`${path.basename(file)}: fentry/fexit refused by this kernel`);
+      else failed.push(`${path.basename(file)}: ${e.code}: ${e.message}`);
     } finally {
       obj.close();
     }

@@ -3,10 +3,10 @@
 // makes N getppid calls, __test__/bpf/stream.bpf.c emits a 24-byte record for
 // each, and a callback counts them. Prints one line of figures.
 //   node bench/ring_rate.js [N=2000000] [--no-wakeup] [--typed]
-const path = require('node:path');
 const { spawn } = require('node:child_process');
 const bpf = require('..');
 const { buildFixture } = require('../__test__/helpers');
+const { objectPath } = require('../lib/objects');
 
 const N = Number(process.argv.find((a) => /^\d+$/.test(a)) || 2_000_000);
 const noWakeup = process.argv.includes('--no-wakeup');
@@ -25,7 +25,7 @@ function run(traced) {
   const untracedNs = await base.done;
 
   const loop = run();
-  const obj = bpf.loadBpfProgram(path.join(__dirname, '..', 'bpf', '.output', 'stream.bpf.o'));
+  const obj = bpf.loadBpfProgram(objectPath('stream'));
   obj.setGlobalVariable('target_pid', loop.child.pid);
   obj.setGlobalVariable('no_wakeup', noWakeup);
   obj.attachTracepoint('syscalls', 'sys_enter_getppid', 'handle_enter_getppid');

@@ -4,12 +4,12 @@
 // of the 4 syscalls (each needs its enter and exit probes) of the canary.
 //   node bench/startup_node.js CANARY_PID
 // Prints {"lib_ms"} once attached, then "all" once every probe has fired.
-const path = require('node:path');
 const t0 = process.hrtime.bigint();
 const bpf = require('..');
+const { objectPath } = require('../lib/objects');
 const t1 = process.hrtime.bigint();
 
-const obj = bpf.loadBpfProgram(path.join(__dirname, '..', 'bpf', '.output', 'file_io.bpf.o'));
+const obj = bpf.loadBpfProgram(objectPath('file_io'));
 obj.setGlobalVariable('target_pid', Number(process.argv[2]));
 obj.load();
 for (const name of Object.keys(obj.programs)) {

@@ -19,6 +19,7 @@ const path = require('node:path');
 const { spawn } = require('node:child_process');
 const bpf = require('..');
 const { SyscallLatency, syscallNumber } = require('../lib/syscalls');
+const { objectPath } = require('../lib/objects');
 
 const [kind, pidArg, periodArg, secondsArg] = process.argv.slice(2);
 const pid = Number(pidArg);
@@ -29,7 +30,7 @@ let attach;
 let result;
 
 if (kind === 'example') {
-  obj = bpf.loadBpfProgram(path.join(__dirname, '..', 'bpf', '.output', 'node_syscalls.bpf.o'));
+  obj = bpf.loadBpfProgram(objectPath('node_syscalls'));
   const latency = new SyscallLatency({ unit: 'us' });
   latency.configure(obj, pid);
   for (const name of ['open', 'openat', 'openat2', 'connect']) obj.setGlobalVariable(`nr_${name}`, syscallNumber(name) ?? -1);

@@ -11,6 +11,7 @@ const { traceTarget, untilStopped, drain } = require('../lib/target');
 const { findFunctions } = require('../lib/procfs');
 const { wallClock, formatTime } = require('../lib/format');
 const { run } = require('../lib/run');
+const { objectPath } = require('../lib/objects');
 
 const BASH = '/bin/bash';
 
@@ -29,7 +30,7 @@ async function main() {
       if (!where) throw new Error(`pid ${target.pid} has no readline function: is it bash?`);
       [binary, func] = [where.binary, where.fileOffset];
     }
-    obj = bpf.loadBpfProgram(path.join(__dirname, '..', 'bpf', '.output', 'bashreadline.bpf.o'));
+    obj = bpf.loadBpfProgram(objectPath('bashreadline'));
     if (target.pid !== undefined) obj.setGlobalVariable('target_pid', target.pid);
     // with a pid, only that process gets the probe
     obj.attachUretprobe(binary, func, obj.programs.handle_readline_return, target.pid === undefined ? {} : { pid: target.pid });

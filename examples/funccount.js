@@ -18,6 +18,7 @@ const { traceTarget, untilStopped } = require('../lib/target');
 const probes = require('../lib/probes');
 const { Tally, formatTable, ReportClock, printReport } = require('../lib/report');
 const { run } = require('../lib/run');
+const { objectPath } = require('../lib/objects');
 
 const PROBES_HELP = `what to count (globs: * ? [..]):
                          t:CATEGORY:EVENT  tracepoints         t:syscalls:sys_enter_*
@@ -67,7 +68,7 @@ async function main() {
 
   try {
     list = probes.expand(opts.positionals, { pid: target.pid });
-    obj = bpf.loadBpfProgram(path.join(__dirname, '..', 'bpf', '.output', 'funccount.bpf.o'));
+    obj = bpf.loadBpfProgram(objectPath('funccount'));
     obj.setGlobalVariable('target_pid', target.pid);
     obj.setGlobalVariable('per_process', Boolean(opts.perProcess));
     attached = probes.attach(obj, list, {

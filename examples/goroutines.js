@@ -12,6 +12,7 @@ const { findFunctions } = require('../lib/procfs');
 const { wallClock, formatTime } = require('../lib/format');
 const { GO_STATES, goStateName } = require('../lib/go');
 const { run } = require('../lib/run');
+const { objectPath } = require('../lib/objects');
 
 const CASGSTATUS = 'runtime.casgstatus';
 
@@ -51,7 +52,7 @@ async function main() {
     const offset = goidOffset(opts, where.binary, where.module);
     console.error(`${where.module}: ${CASGSTATUS}, runtime.g.goid at offset ${offset}${opts.goidOffset === undefined ? ' (DWARF)' : ''}`);
 
-    obj = bpf.loadBpfProgram(path.join(__dirname, '..', 'bpf', '.output', 'goroutines.bpf.o'));
+    obj = bpf.loadBpfProgram(objectPath('goroutines'));
     obj.setGlobalVariable('target_pid', target.pid);
     obj.setGlobalVariable('goid_offset', offset);
     obj.attachUprobe(where.binary, where.fileOffset, obj.programs.handle_casgstatus, { pid: target.pid });

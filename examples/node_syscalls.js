@@ -17,6 +17,7 @@ const { traceTarget, untilStopped } = require('../lib/target');
 const { SyscallLatency, syscallNumber } = require('../lib/syscalls');
 const { Tally, formatTable, ReportClock, printReport } = require('../lib/report');
 const { run } = require('../lib/run');
+const { objectPath } = require('../lib/objects');
 
 const FAMILIES = { 0: 'AF_UNSPEC', 1: 'AF_UNIX', 2: 'AF_INET', 10: 'AF_INET6' };
 
@@ -101,7 +102,7 @@ async function main() {
   };
 
   try {
-    obj = bpf.loadBpfProgram(path.join(__dirname, '..', 'bpf', '.output', 'node_syscalls.bpf.o'));
+    obj = bpf.loadBpfProgram(objectPath('node_syscalls'));
     latency.configure(obj, target.pid);
     for (const name of ['open', 'openat', 'openat2', 'connect']) obj.setGlobalVariable(`nr_${name}`, syscallNumber(name) ?? -1);
     obj.attachRawTracepoint('sys_enter', 'handle_sys_enter');

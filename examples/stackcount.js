@@ -21,6 +21,7 @@ const probes = require('../lib/probes');
 const stacks = require('../lib/stacks');
 const { ReportClock, printReport } = require('../lib/report');
 const { run } = require('../lib/run');
+const { objectPath } = require('../lib/objects');
 
 function positiveInteger(value) {
   const n = Number(value);
@@ -60,7 +61,7 @@ async function main() {
   let obj, attached;
   try {
     const list = probes.expand(specs, { pid: target.pid });
-    obj = bpf.loadBpfProgram(path.join(__dirname, '..', 'bpf', '.output', 'stackcount.bpf.o'));
+    obj = bpf.loadBpfProgram(objectPath('stackcount'));
     obj.setGlobalVariable('target_pid', target.pid);
     obj.setGlobalVariable('kernel_stacks', !opts.userOnly);
     obj.setGlobalVariable('user_stacks', !opts.kernelOnly);

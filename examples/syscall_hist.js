@@ -16,6 +16,7 @@ const { traceTarget, untilStopped } = require('../lib/target');
 const { SyscallLatency, UNITS } = require('../lib/syscalls');
 const { ReportClock, printReport } = require('../lib/report');
 const { run } = require('../lib/run');
+const { objectPath } = require('../lib/objects');
 
 /** `--linear 0,100,10`: `{ min, max, step }`, as bpftrace's lhist(v, min, max, step). */
 function linearSpec(value) {
@@ -62,7 +63,7 @@ async function main() {
     );
   let obj;
   try {
-    obj = bpf.loadBpfProgram(path.join(__dirname, '..', 'bpf', '.output', 'syscall_hist.bpf.o'));
+    obj = bpf.loadBpfProgram(objectPath('syscall_hist'));
     latency.configure(obj, target.pid);
     obj.load();
     latency.start();

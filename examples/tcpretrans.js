@@ -13,6 +13,7 @@ const { traceTarget, untilStopped, drain } = require('../lib/target');
 const { socketInodes } = require('../lib/procfs');
 const { wallClock, formatTime, errnoName } = require('../lib/format');
 const { run } = require('../lib/run');
+const { objectPath } = require('../lib/objects');
 
 // include/net/tcp_states.h
 const TCP_STATES = [
@@ -116,7 +117,7 @@ async function main() {
   const counts = new Map();
   let obj, events;
   try {
-    obj = bpf.loadBpfProgram(path.join(__dirname, '..', 'bpf', '.output', 'tcpretrans.bpf.o'));
+    obj = bpf.loadBpfProgram(objectPath('tcpretrans'));
     obj.attachTracepoint('tcp', 'tcp_retransmit_skb', obj.programs.handle_tcp_retransmit_skb);
     if (!opts.json) console.log(`${'TIME'.padEnd(9)} IP ${'LADDR:LPORT'.padEnd(42)} T> ${'RADDR:RPORT'.padEnd(42)} STATE`);
     events = obj.getMap('events').openRingBuffer(

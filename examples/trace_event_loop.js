@@ -13,6 +13,7 @@ const { findFunctions } = require('../lib/procfs');
 const { wallClock, formatTime } = require('../lib/format');
 const { log2Buckets, formatHistogram, histogramJSON } = require('../lib/hist');
 const { run } = require('../lib/run');
+const { objectPath } = require('../lib/objects');
 
 // enum uv_phase (bpf/event_loop.h), in its order (the attach cookie of each
 // phase), which is the order libuv 1.45+ (Node.js 20+) runs them in
@@ -151,7 +152,7 @@ async function main() {
       if (!functions.has(fn)) console.error(`trace_event_loop: ${fn} is not in ${module} (inlined or stripped in this build): the ${phase} phase is not traced`);
     }
 
-    obj = bpf.loadBpfProgram(path.join(__dirname, '..', 'bpf', '.output', 'event_loop.bpf.o'));
+    obj = bpf.loadBpfProgram(objectPath('event_loop'));
     obj.setGlobalVariable('target_pid', target.pid);
     attachPhases(obj, target.pid, functions);
     const iterations = new Iterations(traced, (it) => printIteration(opts, traced, it));

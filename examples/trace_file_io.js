@@ -7,6 +7,7 @@ const path = require('path');
 const { formatRet, flagNames } = require('../lib/format');
 const { traceSyscalls } = require('../lib/trace_syscalls');
 const { run } = require('../lib/run');
+const { objectPath } = require('../lib/objects');
 
 // enum file_io_syscall (bpf/file_io.h): how records name the call
 const SYSCALLS = { FILE_IO_OPENAT: 'openat', FILE_IO_READ: 'read', FILE_IO_WRITE: 'write', FILE_IO_CLOSE: 'close' };
@@ -48,7 +49,7 @@ function details(e) {
 run(() =>
   traceSyscalls({
     description: 'Prints every openat, read, write and close of a process, with its latency.',
-    object: path.join(__dirname, '..', 'bpf', '.output', 'file_io.bpf.o'),
+    object: objectPath('file_io'),
     workload: path.join(__dirname, 'workloads', 'file_io.js'),
     syscalls: Object.values(SYSCALLS),
     buffer: 'perf',

@@ -7,6 +7,7 @@ const path = require('path');
 const { formatRet, flagNames } = require('../lib/format');
 const { traceSyscalls } = require('../lib/trace_syscalls');
 const { run } = require('../lib/run');
+const { objectPath } = require('../lib/objects');
 
 // enum mem_syscall (bpf/mem_latency.h): how records name the call
 const SYSCALLS = { MEM_MMAP: 'mmap', MEM_MUNMAP: 'munmap', MEM_MADVISE: 'madvise' };
@@ -62,7 +63,7 @@ function details(e) {
 run(() =>
   traceSyscalls({
     description: 'Prints every mmap, munmap and madvise of a process, with its latency.',
-    object: path.join(__dirname, '..', 'bpf', '.output', 'mem_latency.bpf.o'),
+    object: objectPath('mem_latency'),
     workload: path.join(__dirname, 'workloads', 'mem.js'),
     nodeArgs: ['--expose-gc'],
     syscalls: Object.values(SYSCALLS),

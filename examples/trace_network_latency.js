@@ -7,6 +7,7 @@ const path = require('path');
 const { formatRet, flagNames } = require('../lib/format');
 const { traceSyscalls } = require('../lib/trace_syscalls');
 const { run } = require('../lib/run');
+const { objectPath } = require('../lib/objects');
 
 // enum net_syscall (bpf/net_latency.h): how records name the call
 const SYSCALLS = { NET_SOCKET: 'socket', NET_CONNECT: 'connect' };
@@ -56,7 +57,7 @@ function details(e) {
 run(() =>
   traceSyscalls({
     description: 'Prints every socket and connect of a process, with its latency and destination.',
-    object: path.join(__dirname, '..', 'bpf', '.output', 'net_latency.bpf.o'),
+    object: objectPath('net_latency'),
     workload: path.join(__dirname, 'workloads', 'net.js'),
     syscalls: Object.values(SYSCALLS),
     buffer: 'ring',

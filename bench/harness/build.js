@@ -10,6 +10,7 @@ const fs = require('node:fs');
 const path = require('node:path');
 const { spawnSync } = require('node:child_process');
 const { sh } = require('./procs');
+const { clangArgs, INCLUDE } = require('../../lib/compile');
 
 const root = path.join(__dirname, '..', '..');
 const bench = path.join(__dirname, '..');
@@ -29,18 +30,17 @@ function compile(out, srcs, cmd, argv) {
 
 /** Builds the addon when it or vmlinux.h is missing, then everything in bench/.build. */
 function buildAll() {
-  if (!fs.existsSync(path.join(root, 'bpf', '.output', 'vmlinux.h')) || !fs.readdirSync(root).some((f) => f.endsWith('.node'))) {
+  if (!fs.existsSync(path.join(INCLUDE, 'bpf', 'bpf_helpers.h')) || !fs.readdirSync(root).some((f) => f.endsWith('.node'))) {
     console.error('bench: npm run build');
     const r = spawnSync('npm', ['run', 'build'], { cwd: root, stdio: 'inherit' });
     if (r.status !== 0) throw new Error('npm run build failed');
   }
   fs.mkdirSync(BUILD, { recursive: true });
-  const bpfFlags = ['-g', '-O2', '-target', 'bpf', '-D__TARGET_ARCH_x86', '-I', path.join(root, 'bpf', '.output'), '-idirafter', '/usr/include/x86_64-linux-gnu', '-Wall', '-c'];
   const stream = path.join(STREAM_SRC, 'stream.bpf.c');
   compile(built('stream.bpf.o'), [stream, path.join(STREAM_SRC, 'stream.h'), __filename], 'clang',
-    [...bpfFlags, `-DSTREAM_RING_BYTES=${RING_BYTES}`, stream, '-o', built('stream.bpf.o')]);
+    clangArgs(stream, built('stream.bpf.o'), { defines: [`STREAM_RING_BYTES=${RING_BYTES}`] }));
   const syscalls = path.join(bench, 'syscalls.bpf.c');
-  compile(built('syscalls.bpf.o'), [syscalls, path.join(bench, 'syscalls.h')], 'clang', [...bpfFlags, '-I', bench, syscalls, '-o', built('syscalls.bpf.o')]);
+  compile(built('syscalls.bpf.o'), [syscalls, path.join(bench, 'syscalls.h')], 'clang', clangArgs(syscalls, built('syscalls.bpf.o')));
   for (const [name, libs] of [['loadgen', []], ['canary', []], ['consumer', ['-lbpf']]]) {
     const src = path.join(bench, `${name}.c`);
     compile(built(name), [src, path.join(STREAM_SRC, 'stream.h')], 'gcc', ['-O2', '-Wall', '-I', STREAM_SRC, '-o', built(name), src, ...libs]);

@@ -16,10 +16,10 @@
 const fs = require('node:fs');
 const path = require('node:path');
 const { start, stop, waitLine, sleep, json } = require('./procs');
-const { root } = require('./build');
+const { objectPath } = require('../../lib/objects');
 const { median, fmtInt } = require('./numbers');
 
-const EXAMPLE_OBJ = path.join(root, 'bpf', '.output', 'node_syscalls.bpf.o');
+const EXAMPLE_OBJ = objectPath('node_syscalls');
 const TOGGLE_MS = 1000;
 const SETTLE_MS = 150;
 

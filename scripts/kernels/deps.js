@@ -41,27 +41,18 @@ function ensureTools() {
   execFileSync('apt-get', ['install', '-y', '-qq', '--no-install-recommends', ...need], { stdio: ['ignore', 'ignore', 'inherit'], env });
 }
 
-const newer = (a, b) => fs.statSync(a).mtimeMs > fs.statSync(b).mtimeMs;
-
 /**
  * scripts/setup.sh (clang, bpftool, <sys/sdt.h> for a fixture..., quiet when
- * all is there), then the addon and every BPF object, built (`npm run
- * build`) when missing or older than a source.
+ * all is there), then the addon (`npm run build:addon`) when it is missing,
+ * and the BPF objects (`npm run build:bpf` rebuilds only what is stale).
  */
 function ensureBuilt() {
   execFileSync('bash', [path.join(ROOT, 'scripts', 'setup.sh')], { cwd: ROOT, stdio: ['ignore', 2, 2] });
-  const addon = fs.readdirSync(ROOT).find((f) => f.endsWith('.node'));
-  const stale = [];
-  if (!addon || !fs.existsSync(path.join(ROOT, 'index.js'))) stale.push('the addon');
-  for (const dir of ['bpf', '__test__/bpf']) {
-    for (const f of fs.readdirSync(path.join(ROOT, dir)).filter((n) => n.endsWith('.bpf.c'))) {
-      const obj = path.join(ROOT, 'bpf', '.output', f.replace(/\.c$/, '.o'));
-      if (!fs.existsSync(obj) || newer(path.join(ROOT, dir, f), obj)) stale.push(`${dir}/${f}`);
-    }
+  if (!fs.readdirSync(ROOT).some((f) => f.endsWith('.node')) || !fs.existsSync(path.join(ROOT, 'binding.js'))) {
+    log('building the addon (missing): npm run build:addon');
+    execFileSync('npm', ['run', 'build:addon'], { cwd: ROOT, stdio: ['ignore', 2, 2] });
   }
-  if (stale.length === 0) return;
-  log(`building (${stale.slice(0, 3).join(', ')}${stale.length > 3 ? ', ...' : ''} missing or stale): npm run build`);
-  execFileSync('npm', ['run', 'build'], { cwd: ROOT, stdio: ['ignore', 2, 2] });
+  execFileSync('node', [path.join(ROOT, 'scripts', 'build-bpf.js')], { cwd: ROOT, stdio: ['ignore', 2, 2] });
 }
 
 /**

@@ -77,7 +77,7 @@ function projectFiles() {
   }
   files = files.filter((p) => fs.existsSync(p) && fs.statSync(p).isFile() && !p.endsWith('.log'));
   files.push(...fs.readdirSync(ROOT).filter((f) => f.endsWith('.node')).map((f) => path.join(ROOT, f)));
-  files.push(...walk(path.join(ROOT, 'bpf', '.output')).filter((p) => p.endsWith('.bpf.o')));
+  for (const dir of ['bpf', '__test__/bpf', 'include/bpf']) files.push(...walk(path.join(ROOT, dir)).filter((p) => /\.(bpf\.o|h)$/.test(p)));
   files.push(...walk(path.join(ROOT, '__test__', '.build')));
   // runtime dependencies (package.json "dependencies"), if it ever has any
   const pkg = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8'));
