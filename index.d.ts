@@ -203,7 +203,7 @@ export declare class BpfMap {
  * The kernel load happens on `load()` or on the first attach or `getMap`.
  * `close()` detaches and frees everything the object made.
  */
-export declare class BpfObject {
+export declare class BpfObject<P extends string = string> {
   private constructor()
   /** Loads every program and map into the kernel (the verifier runs here). Optional: the first attach or `getMap()` loads too. */
   load(): void
@@ -212,7 +212,7 @@ export declare class BpfObject {
   /** Whether `close()` was called. */
   get closed(): boolean
   /** The programs of the object, keyed by their C function name, in ELF order. */
-  get programs(): Record<string, BpfProgram>
+  get programs(): Record<P, BpfProgram>
   /** The names of the object's maps (data-section maps excluded). */
   get mapNames(): Array<string>
   /** The object's maps (data-section maps excluded) with their types and layouts; no load needed. */
@@ -241,33 +241,33 @@ export declare class BpfObject {
    * (`__x64_sys_openat`). On a kernel without kprobes this throws ENOTSUP
    * naming the tracepoint to use instead.
    */
-  attachKprobe(funcName: string, prog: BpfProgram | string, options?: AttachOptions | null): BpfLink
+  attachKprobe(funcName: string, prog: BpfProgram | P, options?: AttachOptions | null): BpfLink
   /** Attaches a program to the return of kernel function `funcName` (see `attachKprobe`). */
-  attachKretprobe(funcName: string, prog: BpfProgram | string, options?: AttachOptions | null): BpfLink
+  attachKretprobe(funcName: string, prog: BpfProgram | P, options?: AttachOptions | null): BpfLink
   /**
    * Attaches a `SEC("tp/...")` program to the tracepoint `category:name`
    * (e.g. `syscalls`, `sys_enter_openat`). Mounts tracefs if needed. The
    * `cookie` tells attachments of one program apart (`bpf_get_attach_cookie()`).
    */
-  attachTracepoint(category: string, name: string, prog: BpfProgram | string, options?: AttachOptions | null): BpfLink
+  attachTracepoint(category: string, name: string, prog: BpfProgram | P, options?: AttachOptions | null): BpfLink
   /** Attaches a `SEC("raw_tp/...")` program to the raw tracepoint `name` (e.g. `sys_enter`, `sched_switch`); `cookie` needs kernel 6.10+. */
-  attachRawTracepoint(name: string, prog: BpfProgram | string, options?: AttachOptions | null): BpfLink
+  attachRawTracepoint(name: string, prog: BpfProgram | P, options?: AttachOptions | null): BpfLink
   /** Attaches a program to the entry of a function of a user-space binary or library, by symbol name or by file offset. */
-  attachUprobe(binaryPath: string, symbolOrOffset: string | number, prog: BpfProgram | string, options?: UprobeOptions | null): BpfLink
+  attachUprobe(binaryPath: string, symbolOrOffset: string | number, prog: BpfProgram | P, options?: UprobeOptions | null): BpfLink
   /** Attaches a program to the return of a user-space function (see `attachUprobe`). */
-  attachUretprobe(binaryPath: string, symbolOrOffset: string | number, prog: BpfProgram | string, options?: UprobeOptions | null): BpfLink
+  attachUretprobe(binaryPath: string, symbolOrOffset: string | number, prog: BpfProgram | P, options?: UprobeOptions | null): BpfLink
   /**
    * Attaches a `SEC("uprobe.multi")` program to many functions of one
    * binary at once (kernel 6.6+): those matching a glob (`pthread_mutex_*`)
    * or a list of symbols, with one cookie per symbol.
    */
-  attachUprobeMulti(binaryPath: string, symbols: string | string[], prog: BpfProgram | string, options?: UprobeMultiOptions | null): BpfLink
+  attachUprobeMulti(binaryPath: string, symbols: string | string[], prog: BpfProgram | P, options?: UprobeMultiOptions | null): BpfLink
   /** Attaches a `SEC("usdt")` program to the USDT probe `provider:name` of a binary. */
-  attachUsdt(binaryPath: string, provider: string, name: string, prog: BpfProgram | string, options?: UprobeOptions | null): BpfLink
+  attachUsdt(binaryPath: string, provider: string, name: string, prog: BpfProgram | P, options?: UprobeOptions | null): BpfLink
   /** Attaches a `SEC("perf_event")` program to a sampling perf event: one event per online CPU unless `cpu` or `pid` narrows it. */
-  attachPerfEvent(prog: BpfProgram | string, options?: PerfEventOptions | null): BpfLink
+  attachPerfEvent(prog: BpfProgram | P, options?: PerfEventOptions | null): BpfLink
   /** Attaches a program by its `SEC()` name, as libbpf's auto-attach does. */
-  attach(prog: BpfProgram | string): BpfLink
+  attach(prog: BpfProgram | P): BpfLink
   /** Detaches every link this object made; programs and maps stay loaded. */
   detachAll(): void
   /**
@@ -289,7 +289,12 @@ export interface ObjectTypes {
   maps: Record<string, { key: unknown; value: unknown }>
   globals: Record<string, unknown>
   structs: Record<string, unknown>
+  /** The programs, by C function name (older generated files have none: any name then type-checks). */
+  programs?: Record<string, unknown>
 }
+
+/** The program names of an object's types: what attach calls and `programs` take. */
+export type ProgramName<T extends ObjectTypes> = T extends { programs: infer P } ? keyof P & string : string
 
 /** A value as `set` takes it: any field may be left out (zero). */
 export type Settable<T> = T extends bigint
@@ -315,16 +320,18 @@ export interface TypedMap<K, V, S extends Record<string, unknown> = Record<strin
   lookupAndDeleteBatch(): Array<[K, V]>
   [Symbol.iterator](): Iterator<[K, V]>
   openRingBuffer<N extends keyof S & string>(callback: (record: S[N]) => void, options: RingBufferOptions & { type: N }): EventBuffer
-  openRingBuffer(callback: (record: Buffer) => void, options?: RingBufferOptions): EventBuffer
+  /** Raw records: no `type` (a name that is not one of the object's structs is a type error, not a Buffer). */
+  openRingBuffer(callback: (record: Buffer) => void, options?: RingBufferOptions & { type?: undefined }): EventBuffer
   openPerfBuffer<N extends keyof S & string>(
     callback: (cpu: number, record: S[N]) => void,
     options: PerfBufferOptions & { type: N },
   ): EventBuffer
-  openPerfBuffer(callback: (cpu: number, record: Buffer) => void, options?: PerfBufferOptions): EventBuffer
+  /** Raw records: no `type` (a name that is not one of the object's structs is a type error, not a Buffer). */
+  openPerfBuffer(callback: (cpu: number, record: Buffer) => void, options?: PerfBufferOptions & { type?: undefined }): EventBuffer
 }
 
 /** A BPF object whose types are known (`loadBpfProgram<Types>(...)`). */
-export interface TypedBpfObject<T extends ObjectTypes> extends BpfObject {
+export interface TypedBpfObject<T extends ObjectTypes> extends BpfObject<ProgramName<T>> {
   getMap<N extends keyof T['maps'] & string>(
     name: N,
     options?: DecodeOptions,

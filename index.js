@@ -2,29 +2,34 @@
 /**
  * node-libbpf: drive eBPF from Node.js.
  *
- * The package's entry. Rust (the addon, loaded by the generated binding.js)
- * owns the kernel: objects, programs, links, maps as bytes, the poller that
- * reads ring and perf buffers. JavaScript owns the JavaScript (lib/): the
- * codec that turns BTF layouts into decoders and encoders, the dispatcher
- * that calls your callbacks, and the classes you use.
+ * The package's entry. Rust (the addon, loaded by the generated binding.js
+ * through lib/native.js) owns the kernel: objects, programs, links, maps as
+ * bytes, the poller that reads ring and perf buffers. JavaScript owns the
+ * JavaScript (lib/): the codec that turns BTF layouts into decoders and
+ * encoders, the dispatcher that calls your callbacks, and the classes you
+ * use. Every export is a plain name, so that `import { loadBpfProgram } from
+ * 'node-libbpf'` works from ES modules too.
  */
-const native = require('./binding');
+const { BpfProgram, BpfLink, features, Symbolizer, elfSymbols, dwarfMemberOffset, flameGraph, errnoName, syscallNames } = require('./lib/native');
 const { BpfObject, loadBpfProgram } = require('./lib/object');
 const { BpfMap } = require('./lib/map');
 const { EventBuffer } = require('./lib/buffer');
+const { objectPath, objectNames } = require('./lib/objects');
 
 module.exports = {
   loadBpfProgram,
+  objectPath,
+  objectNames,
   BpfObject,
   BpfMap,
   EventBuffer,
-  BpfProgram: native.BpfProgram,
-  BpfLink: native.BpfLink,
-  features: native.features,
-  Symbolizer: native.Symbolizer,
-  elfSymbols: native.elfSymbols,
-  dwarfMemberOffset: native.dwarfMemberOffset,
-  flameGraph: native.flameGraph,
-  errnoName: native.errnoName,
-  syscallNames: native.syscallNames,
+  BpfProgram,
+  BpfLink,
+  features,
+  Symbolizer,
+  elfSymbols,
+  dwarfMemberOffset,
+  flameGraph,
+  errnoName,
+  syscallNames,
 };

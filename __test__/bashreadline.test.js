@@ -76,10 +76,10 @@ describe('examples/bashreadline.js', { skip }, () => {
     assert.match(traced.output(), /NODE-LIBBPF|THREE/, 'bash ran them');
   });
 
-  test('--all: the lines of every bash, each with its own pid; text output', async (t) => {
+  test('without -p: the lines of every bash, each with its own pid; text output', async (t) => {
     const first = await heldBash(t);
     const second = await heldBash(t);
-    const run = startExample(['--all']);
+    const run = startExample([]);
     t.after(() => run.stop());
     await run.ready;
     first.release();
@@ -103,7 +103,7 @@ describe('examples/bashreadline.js', { skip }, () => {
   });
 
   test('the built-in workload: the commands it types, in order, from its bash', async () => {
-    const run = startExample(['--duration', '2', '--json']);
+    const run = startExample(['--demo', '--duration', '2', '--json']);
     const { code, signal, stdout, stderr } = await run.exited;
     assert.equal(code, 0, `exit ${signal ?? code}; stderr:\n${stderr}`);
     const workload = workloadOf(stderr);

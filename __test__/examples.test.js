@@ -14,10 +14,10 @@ const RUN_TIMEOUT_MS = 30_000;
 const skip = process.getuid?.() !== 0 ? 'the examples load BPF programs: run the tests as root' : false;
 if (skip) console.log(`# skipping examples.test.js: ${skip}`);
 
-/** Runs an example to its end (killed after RUN_TIMEOUT_MS); `signalAfter`: send SIGTERM once it has printed a record. */
+/** Runs an example on its built-in workload (--demo) to its end (killed after RUN_TIMEOUT_MS); `signalAfter`: send SIGTERM once it has printed a record. */
 function runExample(script, args, { signalAfter = false } = {}) {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [path.join(EXAMPLES, script), ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [path.join(EXAMPLES, script), '--demo', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (chunk) => {

@@ -134,7 +134,7 @@ describe('examples/goroutines.js', { skip }, () => {
   });
 
   test('the built-in workload, text output: rounds of 5 goroutines that exit', async () => {
-    const run = startExample(['--duration', '1.5']);
+    const run = startExample(['--demo', '--duration', '1.5']);
     const { code, signal, stdout, stderr } = await run.exited;
     assert.equal(code, 0, `exit ${signal ?? code}; stderr:\n${stderr}`);
     const workload = workloadOf(stderr);

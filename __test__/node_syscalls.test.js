@@ -61,7 +61,7 @@ function parseReport(text) {
 
 describe('examples/node_syscalls.js', { skip, timeout: 5 * TIMEOUT_MS }, () => {
   test('its default run: refreshed every 2 s, a total at the end, with the workload\'s file and endpoint', async () => {
-    const { code, stdout, stderr } = await run(['--duration', '5']).done;
+    const { code, stdout, stderr } = await run(['--demo', '--duration', '5']).done;
     assert.equal(code, 0, stderr);
     const workload = workloadOf(stderr);
     assert.ok(workload, stderr);

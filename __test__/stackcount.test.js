@@ -58,7 +58,7 @@ test('lib/stacks: frame names, folded stacks', () => {
 describe('examples/stackcount.js', { skip, timeout: 5 * TIMEOUT_MS }, () => {
   test('--profile: hotLoop and node\'s own frames in the top stacks, and in the flame graph', async () => {
     const svg = path.join(tmp, 'profile.svg');
-    const { code, stdout, stderr } = await run(['--profile', '--duration', '3', '--top', '5', '--svg', svg]).done;
+    const { code, stdout, stderr } = await run(['--demo', '--profile', '--duration', '3', '--top', '5', '--svg', svg]).done;
     assert.equal(code, 0, stderr);
     const workload = /^workload: pid (\d+) /m.exec(stderr);
     assert.ok(workload, stderr);
@@ -82,7 +82,7 @@ describe('examples/stackcount.js', { skip, timeout: 5 * TIMEOUT_MS }, () => {
   });
 
   test('--profile --json: every stack, frames named, innermost first', async () => {
-    const { code, stdout, stderr } = await run(['--duration', '2', '--json']).done;
+    const { code, stdout, stderr } = await run(['--demo', '--duration', '2', '--json']).done;
     assert.equal(code, 0, stderr);
     const report = JSON.parse(stdout);
     assert.equal(report.type, 'total');

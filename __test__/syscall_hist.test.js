@@ -88,7 +88,7 @@ describe('examples/syscall_hist.js', { skip, timeout: 5 * TIMEOUT_MS }, () => {
   });
 
   test('on its built-in workload: intervals and a total, every syscall counted once', async () => {
-    const { code, stdout, stderr } = await run(['--json', '-i', '1', '--duration', '2.5']).done;
+    const { code, stdout, stderr } = await run(['--demo', '--json', '-i', '1', '--duration', '2.5']).done;
     assert.equal(code, 0, stderr);
     const reports = stdout.trim().split('\n').map((l) => JSON.parse(l));
     assert.deepEqual(reports.map((r) => r.type), ['interval', 'interval', 'total']);

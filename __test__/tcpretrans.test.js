@@ -131,7 +131,7 @@ describe('examples/tcpretrans.js', { skip }, () => {
   }
 
   test('the built-in workload, text output: its client retransmits over IPv4 and IPv6; its namespaces go with it', async () => {
-    const run = startExample(['--duration', '3']);
+    const run = startExample(['--demo', '--duration', '3']);
     const { code, signal, stdout, stderr } = await run.exited;
     assert.equal(code, 0, `exit ${signal ?? code}; stderr:\n${stderr}`);
     const workload = workloadOf(stderr);

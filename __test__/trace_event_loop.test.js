@@ -131,7 +131,7 @@ describe('examples/trace_event_loop.js', { skip }, () => {
   });
 
   test('the built-in workload, text output: a line per iteration and a histogram per phase', async () => {
-    const run = startExample(['--duration', '2']);
+    const run = startExample(['--demo', '--duration', '2']);
     await run.ready;
     const { code, signal, stdout, stderr } = await run.exited;
     assert.equal(code, 0, `exit ${signal ?? code}; stderr:\n${stderr}`);

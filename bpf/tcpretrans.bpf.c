@@ -53,6 +53,15 @@ static __always_inline __u64 socket_ino(const struct sock *sk)
 	return BPF_CORE_READ(container_of(sock, struct socket_alloc, socket), vfs_inode.i_ino);
 }
 
+/*
+ * newer kernels give the tracepoint an event struct of its own, with the
+ * error of the retransmit: a local flavor of it, so that the program also
+ * compiles against a vmlinux.h without it (CO-RE checks the running kernel)
+ */
+struct trace_event_raw_tcp_retransmit_skb___err {
+	int err;
+} __attribute__((preserve_access_index));
+
 SEC("tp/tcp/tcp_retransmit_skb")
 int handle_tcp_retransmit_skb(struct tcp_retransmit_skb_args *ctx)
 {
@@ -72,8 +81,8 @@ int handle_tcp_retransmit_skb(struct tcp_retransmit_skb_args *ctx)
 	e->segs = skb_segs(ctx->skbaddr);
 	e->pad = 0;
 	e->err = 0;
-	if (bpf_core_field_exists(((struct trace_event_raw_tcp_retransmit_skb *)0)->err))
-		e->err = ((struct trace_event_raw_tcp_retransmit_skb *)ctx)->err;
+	if (bpf_core_field_exists(((struct trace_event_raw_tcp_retransmit_skb___err *)0)->err))
+		e->err = ((struct trace_event_raw_tcp_retransmit_skb___err *)ctx)->err;
 	if (ctx->family == AF_INET) {
 		__builtin_memset(e->saddr, 0, sizeof(e->saddr));
 		__builtin_memset(e->daddr, 0, sizeof(e->daddr));

@@ -17,10 +17,10 @@ const BASH = '/bin/bash';
 
 async function main() {
   const opts = parseArgs('Prints the command lines typed into interactive bash shells, with pid and time.', {
-    pidHelp: 'trace bash process N (default: start a bash on a pseudo-terminal, type commands into it and trace it)',
-    options: { all: { type: 'boolean', help: `trace every bash running ${BASH}`, conflicts: 'pid' } },
+    systemWide: `every bash (${BASH})`,
+    pidHelp: `trace bash process PID (default: every bash running ${BASH}; --demo: a bash on a pseudo-terminal, typed into)`,
   });
-  const target = opts.all ? { pid: undefined, what: `every bash (${BASH})`, stop() {} } : await traceTarget(opts, path.join(__dirname, 'workloads', 'bashreadline.js'));
+  const target = await traceTarget(opts, path.join(__dirname, 'workloads', 'bashreadline.js'));
   let obj, events;
   try {
     // by symbol in /bin/bash, or where the traced bash has it (its binary, or a libreadline.so)

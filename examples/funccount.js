@@ -28,6 +28,7 @@ const PROBES_HELP = `what to count (globs: * ? [..]):
 
 async function main() {
   const opts = parseArgs('Counts the events that probes match, in the kernel, as bcc\'s funccount.', {
+    systemWide: 'every process',
     options: {
       interval: intervalOption(),
       'per-process': { type: 'boolean', short: 'P', help: 'count per process (pid and name)' },
@@ -69,7 +70,7 @@ async function main() {
   try {
     list = probes.expand(opts.positionals, { pid: target.pid });
     obj = bpf.loadBpfProgram(objectPath('funccount'));
-    obj.setGlobalVariable('target_pid', target.pid);
+    obj.setGlobalVariable('target_pid', target.pid ?? 0);
     obj.setGlobalVariable('per_process', Boolean(opts.perProcess));
     attached = probes.attach(obj, list, {
       tracepoint: 'handle_tracepoint',

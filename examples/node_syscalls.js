@@ -45,8 +45,9 @@ function sortKey(value) {
 
 async function main() {
   const opts = parseArgs(
-    'Shows what a Node.js process asks of the kernel: syscall latency histograms, the files it opens, the endpoints it connects to.',
+    'Shows what a Node.js process (or every process) asks of the kernel: syscall latency histograms, the files it opens, the endpoints it connects to.',
     {
+      systemWide: 'every process',
       options: {
         interval: intervalOption('2'),
         top: { type: 'string', arg: 'N', help: 'rows of each table (default 10)', parse: positiveInteger },
@@ -58,7 +59,7 @@ async function main() {
   opts.interval ??= 2;
   const top = opts.top ?? 10;
   const target = await traceTarget(opts, path.join(__dirname, 'workloads', 'http.js'));
-  const comm = fs.readFileSync(`/proc/${target.pid}/comm`, 'utf8').trim();
+  const comm = target.pid === undefined ? undefined : fs.readFileSync(`/proc/${target.pid}/comm`, 'utf8').trim();
   const latency = new SyscallLatency({ unit: 'us' });
   const files = new Tally();
   const endpoints = new Tally();
@@ -85,7 +86,7 @@ async function main() {
     const histograms = [...syscalls.slice(0, opts.hist ?? 1), ...syscalls.filter((r) => r.syscall === 'openat' || r.syscall === 'connect')];
     const text = () =>
       [
-        `pid ${target.pid} (${comm}): ${syscalls.reduce((n, r) => n + r.count, 0)} syscalls`,
+        `${target.pid === undefined ? target.what : `pid ${target.pid} (${comm})`}: ${syscalls.reduce((n, r) => n + r.count, 0)} syscalls`,
         '',
         latency.formatTable(syscalls.slice(0, top)),
         ...[...new Set(histograms)].map((r) => `\n${latency.formatHistogram(r)}`),

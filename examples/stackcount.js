@@ -31,6 +31,7 @@ function positiveInteger(value) {
 
 async function main() {
   const opts = parseArgs('Counts the stacks of an event or of CPU samples in the kernel, and names their frames.', {
+    systemWide: 'every process',
     options: {
       profile: { type: 'boolean', help: 'sample the CPU (cpu-clock perf event; the default without an event)' },
       frequency: { type: 'string', short: 'F', arg: 'HZ', help: 'samples per second with --profile (default 99)', parse: positiveInteger },
@@ -62,7 +63,7 @@ async function main() {
   try {
     const list = probes.expand(specs, { pid: target.pid });
     obj = bpf.loadBpfProgram(objectPath('stackcount'));
-    obj.setGlobalVariable('target_pid', target.pid);
+    obj.setGlobalVariable('target_pid', target.pid ?? 0);
     obj.setGlobalVariable('kernel_stacks', !opts.userOnly);
     obj.setGlobalVariable('user_stacks', !opts.kernelOnly);
     if (list.length) {
@@ -71,7 +72,7 @@ async function main() {
     }
     // every CPU, filtered in the kernel: a perf event for a pid samples only its main thread
     if (profile) obj.attachPerfEvent('handle_sample', { event: 'cpu-clock', frequency: opts.frequency ?? 99 });
-    if (!stacks.hasPerfMap(target.pid) && /node/.test(fs.readFileSync(`/proc/${target.pid}/comm`, 'utf8'))) {
+    if (target.pid !== undefined && !stacks.hasPerfMap(target.pid) && /node/.test(fs.readFileSync(`/proc/${target.pid}/comm`, 'utf8'))) {
       console.error(`stackcount: no /tmp/perf-${target.pid}.map: JavaScript frames will be [unknown] (run node with --perf-basic-prof)`);
     }
     console.error(`Counting stacks of ${what}`);
@@ -86,7 +87,7 @@ async function main() {
     const counted = stacks.symbolize(stacks.readStacks(obj), symbolizer);
     const folded = stacks.foldStacks(counted);
     if (opts.svg) {
-      fs.writeFileSync(opts.svg, bpf.flameGraph(folded, { title: `stackcount: ${what}, pid ${target.pid}`, countName: profile ? 'samples' : 'events' }));
+      fs.writeFileSync(opts.svg, bpf.flameGraph(folded, { title: `stackcount: ${what}, ${target.pid === undefined ? target.what : `pid ${target.pid}`}`, countName: profile ? 'samples' : 'events' }));
       console.error(`wrote ${opts.svg}`);
     }
     const total = counted.reduce((sum, s) => sum + s.count, 0);

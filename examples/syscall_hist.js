@@ -39,7 +39,8 @@ function positiveInteger(value) {
 }
 
 async function main() {
-  const opts = parseArgs('Prints a latency histogram per syscall of a process, counted in the kernel.', {
+  const opts = parseArgs('Prints a latency histogram per syscall of a process, or of every process, counted in the kernel.', {
+    systemWide: 'every process',
     options: {
       interval: intervalOption(),
       unit: { type: 'string', arg: 'UNIT', help: 'the histograms\' unit: ns, us (default) or ms', parse: unit },

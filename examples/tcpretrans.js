@@ -109,10 +109,10 @@ function printSummary(opts, counts) {
 
 async function main() {
   const opts = parseArgs('Prints the TCP retransmits of the connections of a process: addresses, ports and state.', {
-    pidHelp: 'the connections of process N (default: start a client and a server on a lossy link of their own, and trace the client)',
-    options: { all: { type: 'boolean', help: 'every TCP connection of the system, in every network namespace', conflicts: 'pid' } },
+    systemWide: 'every TCP connection',
+    pidHelp: 'the connections of process PID (default: every TCP connection, in every network namespace; --demo: a client and a server on a lossy link of their own)',
   });
-  const target = opts.all ? { pid: undefined, what: 'every TCP connection', stop() {} } : await traceTarget(opts, path.join(__dirname, 'workloads', 'tcpretrans.js'));
+  const target = await traceTarget(opts, path.join(__dirname, 'workloads', 'tcpretrans.js'));
   const owned = target.pid === undefined ? () => true : ownedBy(target.pid);
   const counts = new Map();
   let obj, events;

@@ -1,15 +1,23 @@
 'use strict';
 /**
- * The command line of the example tools: `--pid N`, `--duration S`,
- * `--json`, `--help` and the options of a tool's own, with its usage.
+ * The command line of the tools, with bcc's options: `-p PID`,
+ * `-d/--duration S`, `-j/--json`, `--demo`, `-h/--help`, and the options of
+ * a tool's own, with its usage.
  *
- *   const { parseArgs, intervalOption, seconds } = require('node-libbpf/lib/args');
+ *   const { parseArgs, intervalOption } = require('node-libbpf/lib/args');
  */
 const path = require('path');
 const util = require('util');
 
+/** How the usage names the tool: `node-libbpf syscalls` (lib/cli.js sets it), or `node examples/x.js`. */
+function programName() {
+  const script = process.argv[1];
+  if (!script) return 'SCRIPT';
+  return script.startsWith('node-libbpf ') ? script : `node ${path.relative(process.cwd(), script)}`;
+}
+
 /**
- * Parses `--pid N`, `--duration S` and `--json`, and the tool's own options
+ * Parses `-p PID`, `-d S`, `-j` and `--demo`, and the tool's own options
  * (exits with the usage on `--help` or a bad option).
  *
  * `extra.options`: `{ name: { type: 'string' | 'boolean', short?, default?,
@@ -17,10 +25,13 @@ const util = require('util');
  * `arg` (the value's name in the usage, `--goid-offset N`), `help` (its
  * line in the usage), `parse(value)` (returns the option's value, throws an
  * Error whose message says what is wrong) and `conflicts` (an option it
- * cannot be given with). `extra.pidHelp` replaces the `--pid` line.
- * `extra.positionals`: `{ name: 'PROBE...', help, min? }` allows arguments
- * after the options, returned as `opts.positionals` (at least `min`).
- * `extra` may also be the argv array (the first form of this function).
+ * cannot be given with). `extra.pidHelp` replaces the `-p` line.
+ * `extra.systemWide`: what the tool traces without `-p` (`'every process'`,
+ * `'every bash'`), returned as `opts.systemWide`; a tool without it needs
+ * `-p PID` or `--demo`. `extra.positionals`: `{ name: 'PROBE...', help, min? }`
+ * allows arguments after the options, returned as `opts.positionals` (at
+ * least `min`). `extra` may also be the argv array (the first form of this
+ * function).
  */
 function parseArgs(description, extra = {}, argv = process.argv.slice(2)) {
   if (Array.isArray(extra)) [extra, argv] = [{}, extra];
@@ -28,16 +39,17 @@ function parseArgs(description, extra = {}, argv = process.argv.slice(2)) {
   const flag = (name, o) => `${o.short ? `-${o.short}, ` : ''}--${name}${o.type === 'string' ? ` ${o.arg ?? 'VALUE'}` : ''}`;
   const line = (left, help) => `  ${left.padEnd(20)} ${help}`;
   const usage = [
-    `usage: node ${process.argv[1] ? path.relative(process.cwd(), process.argv[1]) : 'SCRIPT'} [--pid N] ${Object.entries(own)
+    `usage: ${programName()} [-p PID | --demo] ${Object.entries(own)
       .map(([name, o]) => `[${flag(name, o)}] `)
-      .join('')}[--duration S] [--json]${extra.positionals ? ` ${extra.positionals.name}` : ''}`,
+      .join('')}[-d S] [-j]${extra.positionals ? ` ${extra.positionals.name}` : ''}`,
     '',
     description,
     '',
-    line('--pid N', extra.pidHelp ?? 'trace process N (default: start the built-in workload and trace it)'),
+    line('-p, --pid PID', extra.pidHelp ?? `trace process PID (default: ${extra.systemWide ?? 'none: -p or --demo is needed'})`),
+    line('--demo', 'start the built-in workload and trace it'),
     ...Object.entries(own).map(([name, o]) => line(flag(name, o), o.help ?? '')),
-    line('--duration S', 'stop after S seconds (default: at Ctrl+C, SIGINT or SIGTERM)'),
-    line('--json', 'print one JSON object per line instead of text'),
+    line('-d, --duration S', 'stop after S seconds (default: at Ctrl+C, SIGINT or SIGTERM)'),
+    line('-j, --json', 'print one JSON object per line instead of text'),
     ...(extra.positionals?.help ? [line(extra.positionals.name, extra.positionals.help)] : []),
   ].join('\n');
   const parserOptions = {};
@@ -51,9 +63,10 @@ function parseArgs(description, extra = {}, argv = process.argv.slice(2)) {
       args: argv,
       allowPositionals: Boolean(extra.positionals),
       options: {
-        pid: { type: 'string' },
-        duration: { type: 'string' },
-        json: { type: 'boolean', default: false },
+        pid: { type: 'string', short: 'p' },
+        demo: { type: 'boolean', default: false },
+        duration: { type: 'string', short: 'd' },
+        json: { type: 'boolean', short: 'j', default: false },
         help: { type: 'boolean', short: 'h', default: false },
         ...parserOptions,
       },
@@ -66,10 +79,12 @@ function parseArgs(description, extra = {}, argv = process.argv.slice(2)) {
     process.exit(0);
   }
   const pid = values.pid === undefined ? undefined : Number(values.pid);
-  if (pid !== undefined && !(Number.isInteger(pid) && pid > 0)) usageError(`--pid: not a process id: ${values.pid}`, usage);
+  if (pid !== undefined && !(Number.isInteger(pid) && pid > 0)) usageError(`-p: not a process id: ${values.pid}`, usage);
+  if (pid !== undefined && values.demo) usageError('-p and --demo do not go together', usage);
   const duration = values.duration === undefined ? undefined : Number(values.duration);
-  if (duration !== undefined && !(duration > 0)) usageError(`--duration: not a number of seconds: ${values.duration}`, usage);
-  const opts = { pid, duration, json: values.json };
+  if (duration !== undefined && !(duration > 0)) usageError(`-d: not a number of seconds: ${values.duration}`, usage);
+  if (pid === undefined && !values.demo && !extra.systemWide) usageError('which process? give -p PID, or --demo to trace the built-in workload', usage);
+  const opts = { pid, demo: values.demo, systemWide: extra.systemWide, duration, json: values.json };
   for (const [name, o] of Object.entries(own)) {
     let value = values[name];
     const given = (v) => v !== undefined && v !== false;

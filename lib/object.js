@@ -5,7 +5,7 @@
  * everything it made. The addon's `ObjectHandle` does the kernel's part;
  * this side encodes and decodes values (lib/codec.js).
  */
-const native = require('../binding');
+const native = require('./native');
 const codec = require('./codec');
 const { BpfMap } = require('./map');
 

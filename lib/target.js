@@ -1,8 +1,9 @@
 'use strict';
 /**
- * The process an example tool traces (`--pid N`, or a workload it starts)
- * and when tracing ends: at `--duration`, a signal or the process's exit,
- * then once the buffers have delivered what the kernel queued.
+ * The process a tool traces (`-p PID`, every process, or with `--demo` a
+ * workload it starts) and when tracing ends: at `-d`, a signal or the
+ * process's exit, then once the buffers have delivered what the kernel
+ * queued.
  *
  *   const { traceTarget, untilStopped, drain } = require('node-libbpf/lib/target');
  */
@@ -11,12 +12,14 @@ const os = require('os');
 const path = require('path');
 
 /**
- * The process to trace: `opts.pid`, or else the workload script started as a
- * child `node [nodeArgs] script`, once it has sent its first IPC message
+ * The process to trace: `opts.pid`; with `opts.demo` the workload script
+ * started as a child `node [nodeArgs] script`, once it has sent its first
+ * IPC message
  * (what it does: a file name, ports). A workload that starts the process to
  * trace itself (a bash on a pseudo-terminal, a Go program) names it in that
  * message as `pid`; it must end that process when it is killed or its
- * parent goes away. `stop()` ends the workload.
+ * parent goes away. `stop()` ends the workload. Without either, the target is
+ * system-wide: `{ pid: undefined, what: opts.systemWide }`.
  */
 async function traceTarget(opts, workloadScript, nodeArgs = []) {
   if (opts.pid !== undefined) {
@@ -27,6 +30,7 @@ async function traceTarget(opts, workloadScript, nodeArgs = []) {
     }
     return { pid: opts.pid, info: undefined, child: undefined, stop() {} };
   }
+  if (!opts.demo) return { pid: undefined, what: opts.systemWide ?? 'every process', info: undefined, child: undefined, stop() {} };
 
   // the workload's stdout goes to our stderr: our stdout is the trace
   const child = spawn(process.execPath, [...nodeArgs, workloadScript], { stdio: ['ignore', 2, 2, 'ipc'] });

@@ -13,8 +13,9 @@ const { traceTarget, untilStopped } = require('./target');
 const { LatencySummary } = require('./latency');
 
 /**
- * Traces the syscalls `syscalls` of `--pid N` or of the workload script
- * `workload` (started as `node [nodeArgs] workload`) until stopped. `object`:
+ * Traces the syscalls `syscalls` of `-p PID`, of every process, or with
+ * `--demo` of the workload script `workload` (started as `node [nodeArgs]
+ * workload`) until stopped. `object`:
  * the path of a BPF object with `handle_enter_<name>` and
  * `handle_exit_<name>` programs per syscall, a `target_pid` global and a
  * ring or perf (`buffer: 'perf'`) buffer map `events` of struct `type`.
@@ -22,13 +23,13 @@ const { LatencySummary } = require('./latency');
  * `details` (event -> the text after "took N ms") make its lines.
  */
 async function traceSyscalls({ description, object, workload, nodeArgs = [], syscalls, buffer, type, toEvent, details }) {
-  const opts = parseArgs(description);
+  const opts = parseArgs(description, { systemWide: 'every process' });
   const target = await traceTarget(opts, workload, nodeArgs);
   const summary = new LatencySummary(syscalls);
   let obj, events;
   try {
     obj = bpf.loadBpfProgram(object);
-    obj.setGlobalVariable('target_pid', target.pid);
+    obj.setGlobalVariable('target_pid', target.pid ?? 0);
     for (const name of syscalls) {
       obj.attachTracepoint('syscalls', `sys_enter_${name}`, obj.programs[`handle_enter_${name}`]);
       obj.attachTracepoint('syscalls', `sys_exit_${name}`, obj.programs[`handle_exit_${name}`]);

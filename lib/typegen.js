@@ -31,7 +31,7 @@ function generate(file) {
 function declarations(obj, fileName) {
   const stem = fileName.replace(/\.bpf\.o$|\.o$/, '');
   const named = new Map(); // 'struct x' | 'enum x' -> TS name
-  const used = new Set(['Maps', 'Globals', 'Structs']);
+  const used = new Set(['Maps', 'Globals', 'Structs', 'Programs']);
   const out = [];
   const tsName = (key) => {
     if (!named.has(key)) {
@@ -102,6 +102,7 @@ function declarations(obj, fileName) {
     (m) => `  ${quote(m.name)}: { key: ${m.keyLayout ? typeOf(m.keyLayout) : 'Buffer'}; value: ${m.valueLayout ? valueType(m, typeOf) : 'Buffer'} };`,
   );
   const globals = obj.globals.map((g) => `  ${quote(g.name)}: ${typeOf(g.layout)};`);
+  const programs = Object.values(obj.programs).map((p) => `  ${quote(p.name)}: ${JSON.stringify(p.section)};`);
   const structs = [...named]
     .filter(([key]) => !key.startsWith('enum '))
     .flatMap(([key, ts]) => [`  ${quote(key.split(' ')[1])}: ${ts};`, `  ${JSON.stringify(key)}: ${ts};`]);
@@ -121,10 +122,14 @@ function declarations(obj, fileName) {
     `/** The structs, by the names openRingBuffer/openPerfBuffer take as \`type\`. */`,
     `export type Structs = {\n${structs.join('\n')}\n};`,
     '',
+    `/** The programs, by the names attach calls take, with their ELF sections. */`,
+    `export type Programs = {\n${programs.join('\n')}\n};`,
+    '',
     `export interface ${typesName} extends ObjectTypes {`,
     '  maps: Maps;',
     '  globals: Globals;',
     '  structs: Structs;',
+    '  programs: Programs;',
     '}',
     '',
   ].join('\n');

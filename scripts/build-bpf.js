@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 'use strict';
 /**
- * `npm run build:bpf [-- --arch x86|arm64|all] [--no-tests]`: the project's
+ * `npm run build:bpf [-- --arch x86|arm64|all] [--no-tests]` (default: all): the project's
  * BPF programs, compiled once into CO-RE objects (lib/compile.js):
  *
  *   bpf/<name>.bpf.c        -> bpf/<arch>/<name>.bpf.o        (shipped)
@@ -26,7 +26,8 @@ const LIBBPF_HEADERS = ['bpf_helpers.h', 'bpf_helper_defs.h', 'bpf_tracing.h', '
 const ARCHES = ['x86', 'arm64'];
 
 function parseArgs(argv) {
-  const opts = { arches: [{ x64: 'x86', arm64: 'arm64' }[process.arch]], tests: true };
+  // both architectures by default: clang cross-compiles BPF for free, and the package ships both
+  const opts = { arches: ARCHES, tests: true };
   for (let i = 0; i < argv.length; i++) {
     if (argv[i] === '--arch') {
       const a = argv[++i];

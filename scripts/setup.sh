@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Installs what building and running node-libbpf needs on a Debian/Ubuntu
-# machine (as root), once: clang (BPF compiler), libelf-dev and zlib1g-dev
-# (libbpf), pkg-config, bpftool (vmlinux.h, and the tests' leak checks), gcc
-# (test binaries), systemtap-sdt-dev (<sys/sdt.h>, for the USDT test
-# binary); the npm dev dependencies; and tracefs mounted.
+# machine (as root), once: clang (BPF compiler), make, pkg-config and the
+# autotools, flex, bison and gawk (the addon builds libbpf, libelf and zlib
+# from libbpf-sys's vendored sources and links them statically), bpftool
+# (the tests' leak checks), gcc (test binaries), systemtap-sdt-dev
+# (<sys/sdt.h>, for the USDT test binary); the npm dev dependencies; and
+# tracefs mounted.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,8 +15,9 @@ command -v bpftool >/dev/null || need+=(bpftool)
 command -v pkg-config >/dev/null || need+=(pkg-config)
 command -v gcc >/dev/null || need+=(gcc)
 command -v make >/dev/null || need+=(make)
-dpkg -s libelf-dev >/dev/null 2>&1 || need+=(libelf-dev)
-dpkg -s zlib1g-dev >/dev/null 2>&1 || need+=(zlib1g-dev)
+for tool in autoreconf:autoconf automake:automake autopoint:autopoint flex:flex bison:bison gawk:gawk; do
+  command -v "${tool%%:*}" >/dev/null || need+=("${tool#*:}")
+done
 command -v go >/dev/null || need+=(golang-go)
 command -v nft >/dev/null || need+=(nftables)
 [ -f /usr/include/x86_64-linux-gnu/sys/sdt.h ] || [ -f /usr/include/sys/sdt.h ] || need+=(systemtap-sdt-dev)

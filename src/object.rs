@@ -332,7 +332,7 @@ fn open(source: Either<String, Buffer>, options: LoadOptions) -> BpfResult<Objec
     if !log.is_empty() {
       error.message.push_str(&format!(" (libbpf: {})", log.join(" ").trim()));
     }
-    error.message.push_str("; compile it with: clang -g -O2 -target bpf -c prog.bpf.c -o prog.bpf.o");
+    error.message.push_str("; compile it with: npx node-libbpf build prog.bpf.c -o prog.bpf.o");
     error
   })?;
   // libbpf crashes loading a struct_ops map that is not in a .struct_ops
@@ -369,7 +369,7 @@ fn check_elf_bytes(label: &str, bytes: &[u8]) -> BpfResult<()> {
     return err(
       Code::InvalidObject,
       format!(
-        "{label} is not an ELF file{what}; compile the BPF program first: clang -g -O2 -target bpf -c prog.bpf.c -o prog.bpf.o"
+        "{label} is not an ELF file{what}; compile the BPF program first: npx node-libbpf build prog.bpf.c -o prog.bpf.o"
       ),
     );
   }

@@ -1,0 +1,70 @@
+'use strict';
+/**
+ * The addon, loaded through the generated binding.js (`napi build`), with
+ * a load failure that says what happened: the platform and the package it
+ * looked for, or the shared library or glibc version that was missing, and
+ * what to do. Every module of the package reaches the addon through here.
+ */
+/** napi-rs's platform name of this process: `linux-x64-gnu`, `linux-arm64-musl`, ... */
+function platformName() {
+  let libc = '';
+  if (process.platform === 'linux') {
+    const report = process.report?.getReport?.();
+    const glibc = report?.header?.glibcVersionRuntime;
+    libc = glibc ? '-gnu' : '-musl';
+  }
+  return `${process.platform}-${process.arch}${libc}`;
+}
+
+/** The messages of an error and of its causes, outermost first. */
+function messages(err) {
+  const out = [];
+  for (let e = err; e && out.length < 16; e = e.cause) out.push(String(e.message ?? e));
+  return out;
+}
+
+/** What went wrong and what to do, from the loader's error and this platform. */
+function diagnose(err) {
+  const platform = platformName();
+  const pkg = `node-libbpf-${platform}`;
+  const all = messages(err);
+  const SUPPORTED = ['linux-x64-gnu', 'linux-arm64-gnu'];
+  if (process.platform !== 'linux') return `node-libbpf runs on Linux only (eBPF is a Linux kernel feature); this is ${process.platform}`;
+  if (!SUPPORTED.includes(platform)) {
+    return `node-libbpf has no prebuilt addon for ${platform}; it ships ${SUPPORTED.join(' and ')}${
+      platform.endsWith('-musl') ? ' (glibc: Alpine and other musl systems are not supported yet; use a glibc-based image such as Debian slim)' : ''
+    }`;
+  }
+  // the platform package or the local build was found, and the dynamic loader refused it
+  const dlopen = all.find((m) => /\.so|GLIBC_|cannot open shared object|invalid ELF header|undefined symbol/.test(m));
+  if (dlopen) {
+    return `node-libbpf's addon for ${platform} was found but did not load: ${dlopen}. ${
+      /GLIBC_/.test(dlopen) ? 'The prebuilt addon needs glibc 2.17 or newer; a local build needs the glibc it was built with' : 'Reinstall node-libbpf; if you built it yourself, rebuild it (npm run build:addon)'
+    }`;
+  }
+  const mismatch = all.find((m) => /version mismatch/.test(m));
+  if (mismatch) return `node-libbpf's addon package does not match it: ${mismatch}`;
+  let installed = false;
+  try {
+    require.resolve(`${pkg}/package.json`);
+    installed = true;
+  } catch {
+    // not installed
+  }
+  if (!installed) {
+    return `node-libbpf's addon package ${pkg} is not installed: npm installs it as an optional dependency of node-libbpf for this platform. Install it (npm install ${pkg}), or reinstall without --omit=optional / --no-optional; from a source checkout, build it: npm run build`;
+  }
+  return `node-libbpf could not load its addon for ${platform} (${pkg}): ${all.at(-1)}`;
+}
+
+function load() {
+  try {
+    return require('../binding');
+  } catch (err) {
+    const e = new Error(diagnose(err), { cause: err });
+    e.code = 'ERR_BPF_NATIVE_LOAD';
+    throw e;
+  }
+}
+
+module.exports = load();

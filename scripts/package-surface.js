@@ -1,0 +1,16 @@
+'use strict';
+// What the package offers besides its entry: the helper modules of lib/
+// that are public as `node-libbpf/lib/<name>` (with generated types), and
+// the internal ones the exports map hides. package.json's "exports" says
+// the same; __test__/package.test.js checks that the two agree.
+
+/** Helpers for your own tools, each typed (npm run build:types). */
+const PUBLIC_LIB = [
+  'args', 'compile', 'format', 'go', 'hist', 'latency', 'names', 'netns', 'objects', 'probes',
+  'procfs', 'pty', 'report', 'run', 'stacks', 'syscalls', 'target', 'trace_syscalls', 'typegen',
+];
+
+/** The library's own machinery: reached through the entry, not by path. */
+const INTERNAL_LIB = ['buffer', 'cli', 'codec', 'dispatch', 'map', 'native', 'object'];
+
+module.exports = { PUBLIC_LIB, INTERNAL_LIB };
