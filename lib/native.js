@@ -36,7 +36,7 @@ function diagnose(err) {
     }`;
   }
   // the platform package or the local build was found, and the dynamic loader refused it
-  const dlopen = all.find((m) => /\.so|GLIBC_|cannot open shared object|invalid ELF header|undefined symbol/.test(m));
+  const dlopen = all.find((m) => !/^Cannot find module/.test(m) && /\.node: |\.so\b|GLIBC_|cannot open shared object|ELF|undefined symbol/.test(m));
   if (dlopen) {
     return `node-libbpf's addon for ${platform} was found but did not load: ${dlopen}. ${
       /GLIBC_/.test(dlopen) ? 'The prebuilt addon needs glibc 2.17 or newer; a local build needs the glibc it was built with' : 'Reinstall node-libbpf; if you built it yourself, rebuild it (npm run build:addon)'
