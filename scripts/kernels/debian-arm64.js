@@ -74,7 +74,7 @@ function ensureApt({ refresh = false } = {}) {
   const changed = !fs.existsSync(list) || fs.readFileSync(list, 'utf8') !== sources;
   if (changed) fs.writeFileSync(list, sources);
   const lists = path.join(APT, 'state', 'lists');
-  const fresh = fs.readdirSync(lists).some((f) => f.endsWith('_Packages') && Date.now() - fs.statSync(path.join(lists, f)).mtimeMs < 86400e3);
+  const fresh = fs.readdirSync(lists).some((f) => f.includes('_Packages') && Date.now() - fs.statSync(path.join(lists, f)).mtimeMs < 86400e3);
   if (refresh || changed || !fresh) {
     log(`apt-get update of Debian ${SUITE} arm64 (a private apt in ${path.relative(process.cwd(), APT) || APT}; the host's apt is untouched)`);
     run('apt-get', [...aptOptions(), 'update', '-qq'], { stdio: ['ignore', 'ignore', 'pipe'] });
@@ -99,7 +99,7 @@ function newestKernelPackage() {
 
 /** Downloads `packages` (with their dependencies when `deps`) into `dir`: the .deb paths. */
 function download(packages, dir, { deps = false } = {}) {
-  fs.mkdirSync(dir, { recursive: true });
+  fs.mkdirSync(path.join(dir, 'partial'), { recursive: true });
   if (deps) {
     // every package they need, as if nothing were installed (the empty dpkg status)
     run('apt-get', [...aptOptions(), '-o', `Dir::Cache::archives=${dir}`, 'install', '-y', '-qq', '--download-only', ...packages], { stdio: ['ignore', 'ignore', 'pipe'] });
@@ -145,9 +145,16 @@ function fetchArm64Kernel() {
 }
 
 /**
- * Debian 12's arm64 node (nodejs, node 18) and a static busybox, with every
- * package they depend on, unpacked into .cache/kernels/arm64/root/ (made
- * once): `{ root, node, busybox, version }`.
+ * The arm64 programs of the test VM: Debian 12's node (nodejs: node 18), a
+ * static busybox (the shell of /init), bpftool (the cleanup and stats
+ * tests), binutils (nm and readelf: the uprobe offset test), with every
+ * package they depend on.
+ */
+const USERLAND = ['nodejs', 'busybox-static', 'bpftool', 'binutils'];
+
+/**
+ * USERLAND unpacked into .cache/kernels/arm64/root/ (made once; delete it
+ * for newer packages): `{ root, node, busybox, version }`.
  */
 function fetchArm64Userland() {
   const root = path.join(DIR, 'root');
@@ -158,8 +165,8 @@ function fetchArm64Userland() {
   ensureApt();
   const debs = path.join(DIR, 'debs');
   fs.rmSync(debs, { recursive: true, force: true });
-  log('downloading nodejs and busybox-static for arm64, with their dependencies');
-  const files = download(['nodejs', 'busybox-static'], debs, { deps: true });
+  log(`downloading ${USERLAND.join(', ')} for arm64, with their dependencies`);
+  const files = download(USERLAND, debs, { deps: true });
   const partial = `${root}.partial`;
   fs.rmSync(partial, { recursive: true, force: true });
   fs.mkdirSync(partial, { recursive: true });
@@ -167,7 +174,7 @@ function fetchArm64Userland() {
   fs.rmSync(root, { recursive: true, force: true });
   fs.renameSync(partial, root);
   const version = files.map((f) => /\/nodejs_([^_]+)_arm64\.deb$/.exec(f)?.[1]).find(Boolean);
-  fs.writeFileSync(meta, `${JSON.stringify({ version, packages: files.map((f) => path.basename(f)) }, null, 2)}\n`);
+  fs.writeFileSync(meta, `${JSON.stringify({ version, packages: files.map((f) => path.basename(f)).sort() }, null, 2)}\n`);
   fs.rmSync(debs, { recursive: true, force: true });
   return { root, node: path.join(root, 'usr', 'bin', 'node'), busybox: path.join(root, 'bin', 'busybox'), version };
 }
