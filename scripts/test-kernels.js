@@ -104,7 +104,13 @@ async function runArm64(k) {
     },
   });
   const release = `${vm.result?.release || vm.booted?.release || kernel.release} (arm64)`;
-  const smoke = vm.smoke ? `node ${vm.smoke.node} ${vm.smoke.arch}, BTF ${vm.smoke.btf ? 'yes' : 'no'}, bpffs ${vm.smoke.bpffs ? 'yes' : 'no'}` : 'node did not report';
+  const l0 = vm.smoke?.loads;
+  const loads = l0
+    ? `, bpftool loaded ${l0.ok} of ${Number(l0.ok) + Number(l0.failed)} arm64 objects${Number(l0.unknown_to_bpftool) ? ` (${l0.unknown_to_bpftool} more have a SEC() its libbpf does not know)` : ''}`
+    : '';
+  const smoke = vm.smoke?.node ? `node ${vm.smoke.node} ${vm.smoke.arch}, BTF ${vm.smoke.btf ? 'yes' : 'no'}, bpffs ${vm.smoke.bpffs ? 'yes' : 'no'}${loads}` : 'node did not report';
+  for (const m of vm.text.matchAll(/NODE_LIBBPF_LOADFAIL (.*)$/gm)) log(`  ${kernel.release} (arm64): bpftool could not load ${m[1].trim()}`);
+  for (const m of vm.text.matchAll(/NODE_LIBBPF_LOADSKIP (.*)$/gm)) log(`  ${kernel.release} (arm64): not loaded by Debian 12's bpftool (libbpf 1.1): ${m[1].trim()}`);
   const boot = vm.booted ? `booted in ${secs(vm.booted.seconds)}, ` : '';
   if (!vm.result) {
     const l = line(release, {}, `${vm.timedOut ? `no result within ${secs(VM_TIMEOUT_MS / 1000)}` : `qemu exited (${vm.exit}) without a result`}${vm.booted ? '' : ', /init did not start'}; log: ${path.relative(ROOT, logFile)}`);

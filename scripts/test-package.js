@@ -254,7 +254,8 @@ function copyNode() {
   );
   if (!npmCli) throw new Error(`npm was not found beside ${process.execPath} (lib/node_modules/npm): install npm`);
   const dest = path.join(CHROOT, 'usr', 'local', 'lib', 'node_modules', 'npm');
-  fs.cpSync(npmCli, dest, { recursive: true });
+  fs.mkdirSync(path.dirname(dest), { recursive: true });
+  run('cp', ['-a', npmCli, dest]);
   fs.symlinkSync('../lib/node_modules/npm/bin/npm-cli.js', path.join(bin, 'npm'));
   fs.symlinkSync('../lib/node_modules/npm/bin/npx-cli.js', path.join(bin, 'npx'));
 }
@@ -458,7 +459,8 @@ async function inNamespace() {
   }
   check(`the main package names ${own} as an optionalDependency`, Object.hasOwn(optional, own), Object.keys(optional).join(', ') || 'it has no optionalDependencies');
 
-  const base = await timed(`root filesystem (${SUITE}, debootstrap minbase; cached)`, ensureBase);
+  const cached = fs.existsSync(BASE_INFO);
+  const base = await timed(cached ? `root filesystem (the cached ${SUITE} tree)` : `root filesystem (debootstrap --variant=minbase ${SUITE})`, ensureBase);
   log(base.made ? `debootstrap took ${base.seconds} s` : `cached ${SUITE} tree (made ${base.date} in ${base.seconds} s)`);
   await timed('chroot set up (overlay, mounts, node and npm copied)', async () => {
     prepareChroot();
@@ -517,8 +519,11 @@ async function namespaceMain() {
   let stop = false;
   const onSignal = () => {
     stop = true;
+    log('interrupted: killing the chroot\'s processes, unmounting');
     killChrootProcesses();
     unmountAll();
+    if (!process.env.KEEP) fs.rmSync(RUN, { recursive: true, force: true });
+    console.log(`${checks.filter((c) => c.ok).length} passed, ${checks.filter((c) => !c.ok).length + 1} failed`);
     process.exit(130);
   };
   process.on('SIGINT', onSignal);

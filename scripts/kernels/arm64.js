@@ -304,7 +304,8 @@ function prepareArm64() {
   const kernel = fetchArm64Kernel();
   const userland = fetchArm64Userland();
   const { addon, why } = ensureAddon();
-  const objects = addon ? ensureObjects() : null;
+  // the objects go in with or without an addon: /init loads them with bpftool
+  const objects = ensureObjects();
   const fixtures = crossFixtures();
   const files = addon && !objects ? testFilesArm64() : [];
   const initrd = buildArm64Initramfs({ userland, addon: addon && !objects ? addon : null, fixtures, files });

@@ -50,6 +50,28 @@ const facts = {
 console.log("NODE_LIBBPF_SMOKE " + JSON.stringify(facts));
 ' || echo "NODE_LIBBPF_SMOKE {\"error\":\"node did not run\"}"
 
+# the arm64 objects, loaded by bpftool (no addon needed): CO-RE relocation
+# and the verifier of this kernel, program by program
+ok=0
+bad=0
+old=0
+for o in "$REPO"/bpf/arm64/*.bpf.o "$REPO"/__test__/bpf/arm64/*.bpf.o; do
+	[ -f "$o" ] || continue
+	d="/sys/fs/bpf/load_$(basename "$o" .bpf.o)"
+	if bpftool prog loadall "$o" "$d" > /tmp/load.txt 2>&1; then
+		ok=$((ok + 1))
+	elif grep -q 'failed to guess program type from ELF section' /tmp/load.txt; then
+		# Debian 12's bpftool links libbpf 1.1, which predates some SEC() names (uprobe.multi)
+		old=$((old + 1))
+		echo "NODE_LIBBPF_LOADSKIP ${o#"$REPO"/}: $(grep 'failed to guess' /tmp/load.txt | head -n 1)"
+	else
+		bad=$((bad + 1))
+		echo "NODE_LIBBPF_LOADFAIL ${o#"$REPO"/}: $(grep -v -e 'strict mode' -e '^-- END' -e '^processed ' /tmp/load.txt | grep -e 'libbpf: prog' -e 'libbpf: failed' -e 'Error' -e '^R[0-9]' -e 'invalid' -e 'unbounded' | tail -n 4 | tr '\n' ' ')"
+	fi
+	rm -rf "$d"
+done
+echo "NODE_LIBBPF_LOADS ok=$ok failed=$bad unknown_to_bpftool=$old"
+
 if [ "$HAS_ADDON" != 1 ]; then
 	finish "exit=0 addon=missing"
 fi

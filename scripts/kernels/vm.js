@@ -56,10 +56,12 @@ function bootAndTest({ name, kernel, initrd, logFile, timeoutMs, onLine = () => 
         const m = /NODE_LIBBPF_(BOOTED|RESULT) (.*)$/.exec(line);
         if (m?.[1] === 'BOOTED') booted = { ...fields(m[2]), seconds: (Date.now() - start) / 1000 };
         if (m?.[1] === 'RESULT') result = fields(m[2]);
+        const loads = /NODE_LIBBPF_LOADS (.*)$/.exec(line);
+        if (loads) smoke = { ...smoke, loads: fields(loads[1]) };
         const s = /NODE_LIBBPF_SMOKE (\{.*\})$/.exec(line);
         if (s) {
           try {
-            smoke = JSON.parse(s[1]);
+            smoke = { ...smoke, ...JSON.parse(s[1]) };
           } catch {
             smoke = { error: s[1] };
           }
