@@ -37,26 +37,28 @@ function findAddon() {
   return candidates.find((p) => fs.existsSync(p)) || null;
 }
 
+/** The command that cross-builds the arm64 addon (pack-all.js --no-pack: cargo-zigbuild, glibc 2.17). */
+const BUILD_ARM64 = ['run', 'build:cross', '--', '--target', 'arm64'];
+
 /**
- * The arm64 addon, built with `npm run build:arm64` when the project has
- * that script and the addon is missing: `{ addon, why }`.
+ * The arm64 addon, cross-built (`npm run build:cross -- --target arm64`)
+ * when it is missing and the project has that script: `{ addon, why }`.
+ * ARM64_BUILD=0 never builds it (the row then says how to).
  */
 function ensureAddon() {
   let addon = findAddon();
   if (addon) return { addon };
+  const how = `npm ${BUILD_ARM64.join(' ')}`;
   const scripts = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')).scripts || {};
-  if (scripts['build:arm64']) {
-    log('building the arm64 addon (missing): npm run build:arm64');
-    try {
-      run('npm', ['run', 'build:arm64'], { cwd: ROOT, stdio: ['ignore', 2, 2] });
-    } catch (e) {
-      return { addon: null, why: `npm run build:arm64 failed: ${e.message.split('\n')[0]}` };
-    }
-    addon = findAddon();
-    if (addon) return { addon };
-    return { addon: null, why: `npm run build:arm64 made no ${ADDON}` };
+  if (!scripts['build:cross'] || process.env.ARM64_BUILD === '0') return { addon: null, why: `no arm64 addon built (${ADDON}): ${how}` };
+  log(`cross-building the arm64 addon (missing): ${how}`);
+  try {
+    run('npm', BUILD_ARM64, { cwd: ROOT, stdio: ['ignore', 2, 2] });
+  } catch (e) {
+    return { addon: null, why: `${how} failed: ${e.message.split('\n')[0]}` };
   }
-  return { addon: null, why: `no arm64 addon built (${ADDON}): cross-build it (npm run build:arm64)` };
+  addon = findAddon();
+  return addon ? { addon } : { addon: null, why: `${how} made no ${ADDON}` };
 }
 
 /** The arm64 BPF test objects, built when missing (`build-bpf.js --arch arm64`, needs include/arm64/vmlinux.h). */
