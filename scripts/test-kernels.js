@@ -21,6 +21,7 @@ const { ensureTools, ensureBuilt, prebuildFixtures } = require('./kernels/deps')
 const { selectedKernels, fetchKernel } = require('./kernels/fetch');
 const { buildInitramfs } = require('./kernels/initramfs');
 const { bootAndTest } = require('./kernels/vm');
+const { prepareArm64, qemuArm64Args } = require('./kernels/arm64');
 
 /** A VM gets this long to boot and run every test file. */
 const VM_TIMEOUT_MS = Number(process.env.VM_TIMEOUT_S || 480) * 1000;
@@ -73,6 +74,61 @@ function explain(release, tap, logFile) {
   log(`  ${release}: log: ${path.relative(ROOT, logFile)}`);
 }
 
+/**
+ * The arm64 row: Debian's arm64 kernel and userland under qemu-system-aarch64
+ * (scripts/kernels/arm64.js), a subset of the suite. Without an arm64 addon
+ * the VM still boots and runs node (the smoke line), and the row fails
+ * saying how to build the addon.
+ */
+async function runArm64(k) {
+  let prep;
+  try {
+    prep = prepareArm64();
+  } catch (e) {
+    log(`arm64: ${e.stack || e.message}`);
+    return { text: `kernel ${k.id} (arm64): no result (${e.message.split('\n')[0]})`, ok: false };
+  }
+  const { kernel, initrd, why, files, userland } = prep;
+  const logFile = path.join(LOGS, `${k.id}-${kernel.release}.log`);
+  log(`booting ${kernel.release} (${kernel.package}) under qemu-system-aarch64 TCG with node ${userland.version}, ${files.length} test files, timeout ${secs(VM_TIMEOUT_MS / 1000)}; console: ${path.relative(ROOT, logFile)}`);
+  const vm = await bootAndTest({
+    name: `${kernel.release} (arm64)`,
+    kernel: kernel.vmlinuz,
+    initrd,
+    logFile,
+    timeoutMs: VM_TIMEOUT_MS,
+    qemu: 'qemu-system-aarch64',
+    args: qemuArm64Args(kernel.vmlinuz, initrd),
+    onLine: (l) => {
+      if (process.env.VERBOSE) process.stderr.write(`  [${kernel.release}] ${l}\n`);
+    },
+  });
+  const release = `${vm.result?.release || vm.booted?.release || kernel.release} (arm64)`;
+  const l0 = vm.smoke?.loads;
+  const loads = l0
+    ? `, bpftool loaded ${l0.ok} of ${Number(l0.ok) + Number(l0.failed)} arm64 objects${Number(l0.unknown_to_bpftool) ? ` (${l0.unknown_to_bpftool} more have a SEC() its libbpf does not know)` : ''}`
+    : '';
+  const smoke = vm.smoke?.node ? `node ${vm.smoke.node} ${vm.smoke.arch}, BTF ${vm.smoke.btf ? 'yes' : 'no'}, bpffs ${vm.smoke.bpffs ? 'yes' : 'no'}${loads}` : 'node did not report';
+  for (const m of vm.text.matchAll(/NODE_LIBBPF_LOADFAIL (.*)$/gm)) log(`  ${kernel.release} (arm64): bpftool could not load ${m[1].trim()}`);
+  for (const m of vm.text.matchAll(/NODE_LIBBPF_LOADSKIP (.*)$/gm)) log(`  ${kernel.release} (arm64): not loaded by Debian 12's bpftool (libbpf 1.1): ${m[1].trim()}`);
+  const boot = vm.booted ? `booted in ${secs(vm.booted.seconds)}, ` : '';
+  if (!vm.result) {
+    const l = line(release, {}, `${vm.timedOut ? `no result within ${secs(VM_TIMEOUT_MS / 1000)}` : `qemu exited (${vm.exit}) without a result`}${vm.booted ? '' : ', /init did not start'}; log: ${path.relative(ROOT, logFile)}`);
+    explain(release, vm.text, logFile);
+    return l;
+  }
+  if (why) {
+    log(`  ${release}: ${why}`);
+    return { text: `kernel ${release}: no tests run (${why}; the VM ${boot}ran ${smoke}; ${secs(vm.seconds)} in all)`, ok: false };
+  }
+  const num = (key) => (vm.result[key] === '' || vm.result[key] === undefined ? undefined : Number(vm.result[key]));
+  const counts = { pass: num('pass'), fail: num('fail'), cancelled: num('cancelled'), skipped: num('skipped') };
+  const l = line(release, counts, `qemu-system-aarch64 TCG: ${boot}${secs(vm.seconds)} in all; ${smoke}`);
+  if (vm.result.exit !== '0' && counts.fail === 0) l.ok = false;
+  explain(release, vm.text, logFile);
+  return l;
+}
+
 async function main() {
   const started = Date.now();
   const kernels = selectedKernels();
@@ -83,7 +139,8 @@ async function main() {
   const lines = [];
   for (const [file, why] of leftOut()) log(`not run here (npm test runs it): ${file}: ${why}`);
 
-  const booted = kernels.filter((k) => !k.host);
+  // x86_64 kernels here; other architectures (k.arch) in their own loop below
+  const booted = kernels.filter((k) => !k.host && !k.arch);
   const images = booted.map((k) => ({ kernel: k, ...fetchKernel(k) }));
   const initrd = booted.length ? buildInitramfs({ fixtures }).path : null;
 
@@ -129,6 +186,8 @@ async function main() {
     explain(release, vm.text, logFile);
     lines.push(l);
   }
+
+  for (const k of kernels.filter((x) => x.arch === 'arm64')) lines.push(await runArm64(k));
 
   log(`done in ${secs((Date.now() - started) / 1000)}`);
   for (const l of lines) console.log(l.text);

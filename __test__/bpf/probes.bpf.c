@@ -41,11 +41,18 @@ int BPF_KRETPROBE(handle_kretprobe_openat)
 	return 0;
 }
 
+/* getppid's syscall number: the raw tracepoint sees the architecture's own */
+#if defined(__TARGET_ARCH_arm64)
+#define NR_GETPPID 173
+#else
+#define NR_GETPPID 110
+#endif
+
 /* sys_enter raw tracepoint: args[1] is the syscall number */
 SEC("raw_tp/sys_enter")
 int handle_raw_sys_enter(struct bpf_raw_tracepoint_args *ctx)
 {
-	if (trace_allowed() && ctx->args[1] == 110 /* __NR_getppid on x86_64 */)
+	if (trace_allowed() && ctx->args[1] == NR_GETPPID)
 		__sync_fetch_and_add(&raw_tp_hits, 1);
 	return 0;
 }

@@ -17,6 +17,8 @@ const KERNELS = [
   { id: 'host', host: true },
   { id: 'debian-6.1', prefix: 'linux-image-6.1.0-', pattern: /^linux-image-6\.1\.0-(\d+)-amd64$/ },
   { id: 'debian-6.12', optional: true, prefix: 'linux-image-6.12.', pattern: /^linux-image-6\.12\.(\d+)\+deb12-amd64$/ },
+  // Debian 12's arm64 6.1, under qemu-system-aarch64 with arm64 userland: scripts/kernels/arm64.js
+  { id: 'debian-6.1-arm64', arch: 'arm64' },
 ];
 
 /** The kernels selected by $KERNELS (comma-separated ids), default all but the optional ones. */

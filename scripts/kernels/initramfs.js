@@ -204,4 +204,4 @@ function buildInitramfs({ fixtures }) {
   return { path: out, rebuilt: true };
 }
 
-module.exports = { buildInitramfs };
+module.exports = { buildInitramfs, pack, hashOf };

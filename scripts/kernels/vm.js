@@ -29,18 +29,20 @@ function fields(line) {
 
 /**
  * Boots, waits for the result or `timeoutMs` (then kills qemu), and
- * resolves `{ result, booted, log, seconds, timedOut, exit }`. `onLine` sees
- * every console line.
+ * resolves `{ result, booted, smoke, log, seconds, timedOut, exit }`.
+ * `onLine` sees every console line. `qemu` and `args` boot another
+ * architecture (arm64.js: qemu-system-aarch64).
  */
-function bootAndTest({ name, kernel, initrd, logFile, timeoutMs, onLine = () => {} }) {
+function bootAndTest({ name, kernel, initrd, logFile, timeoutMs, onLine = () => {}, qemu: qemuBin = 'qemu-system-x86_64', args }) {
   return new Promise((resolve, reject) => {
     const start = Date.now();
     const out = fs.createWriteStream(logFile);
-    const qemu = spawn('qemu-system-x86_64', qemuArgs(kernel, initrd), { stdio: ['ignore', 'pipe', 'pipe'] });
+    const qemu = spawn(qemuBin, args || qemuArgs(kernel, initrd), { stdio: ['ignore', 'pipe', 'pipe'] });
     let text = '';
     let pending = '';
     let result;
     let booted;
+    let smoke;
     let timedOut = false;
     const onData = (chunk) => {
       const s = chunk.toString('utf8').replace(/\r/g, '');
@@ -54,6 +56,16 @@ function bootAndTest({ name, kernel, initrd, logFile, timeoutMs, onLine = () => 
         const m = /NODE_LIBBPF_(BOOTED|RESULT) (.*)$/.exec(line);
         if (m?.[1] === 'BOOTED') booted = { ...fields(m[2]), seconds: (Date.now() - start) / 1000 };
         if (m?.[1] === 'RESULT') result = fields(m[2]);
+        const loads = /NODE_LIBBPF_LOADS (.*)$/.exec(line);
+        if (loads) smoke = { ...smoke, loads: fields(loads[1]) };
+        const s = /NODE_LIBBPF_SMOKE (\{.*\})$/.exec(line);
+        if (s) {
+          try {
+            smoke = { ...smoke, ...JSON.parse(s[1]) };
+          } catch {
+            smoke = { error: s[1] };
+          }
+        }
         onLine(line);
       }
     };
@@ -75,7 +87,7 @@ function bootAndTest({ name, kernel, initrd, logFile, timeoutMs, onLine = () => 
       clearTimeout(timer);
       process.removeListener('exit', killOnExit);
       out.end();
-      resolve({ result, booted, text, seconds: (Date.now() - start) / 1000, timedOut, exit: signal || code });
+      resolve({ result, booted, smoke, text, seconds: (Date.now() - start) / 1000, timedOut, exit: signal || code });
     });
   });
 }
