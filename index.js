@@ -12,6 +12,7 @@ const native = require('./binding');
 const { BpfObject, loadBpfProgram } = require('./lib/object');
 const { BpfMap } = require('./lib/map');
 const { EventBuffer } = require('./lib/buffer');
+const { monitor, Monitor, excludeLibraryThreads } = require('./lib/monitor');
 
 module.exports = {
   loadBpfProgram,
@@ -21,6 +22,10 @@ module.exports = {
   BpfProgram: native.BpfProgram,
   BpfLink: native.BpfLink,
   features: native.features,
+  monitor,
+  Monitor,
+  libraryThreads: native.libraryThreads,
+  excludeLibraryThreads,
   Symbolizer: native.Symbolizer,
   elfSymbols: native.elfSymbols,
   dwarfMemberOffset: native.dwarfMemberOffset,
