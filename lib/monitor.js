@@ -295,6 +295,24 @@ class Monitor {
     return out;
   }
 
+  /**
+   * Registers this monitor's metrics (`node_libbpf_*`) in a prom-client
+   * registry (`require('prom-client').register`); each scrape reads the
+   * kernel's counts once. Returns the metric names.
+   */
+  registerPrometheus(registry) {
+    return require('./prometheus').registerPrometheus(this, registry);
+  }
+
+  /**
+   * An OpenTelemetry `MetricProducer` of this monitor's metrics
+   * (`node_libbpf.*`), for a MetricReader's `metricProducers` option
+   * (the Prometheus exporter's, a PeriodicExportingMetricReader's).
+   */
+  metricProducer() {
+    return require('./opentelemetry').metricProducer(this);
+  }
+
   /** Detaches and frees everything (at once; the kernel's part on a background thread). Idempotent. */
   close() {
     if (this.closed) return;
