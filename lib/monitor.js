@@ -123,6 +123,13 @@ function excludeLibraryThreads(obj) {
   return tids;
 }
 
+let functions; // where this process's libuv phase functions are
+/** Where this process's libuv phase functions are (found once: reading the symbols of node and its libraries takes a second). */
+function phaseFunctions() {
+  functions ??= findFunctions(require('..'), process.pid, PHASES.map(([, fn]) => fn));
+  return functions;
+}
+
 // closed on garbage collection, as a BpfObject is
 const forgotten = new FinalizationRegistry((obj) => {
   if (obj.closed) return;
@@ -139,7 +146,6 @@ class Monitor {
   #maps = {};
   #names;
   #phasesTraced = [];
-  #functions;
   #attached = false;
 
   /** Not for users: `bpf.monitor(options)` makes one. */
@@ -204,9 +210,7 @@ class Monitor {
     this.#check();
     if (this.#attached) return;
     const obj = this.#obj;
-    // (found once: reading the symbols of node and its libraries takes a second)
-    if (this.#parts.has('eventLoop')) this.#functions ??= findFunctions(require('..'), process.pid, PHASES.map(([, fn]) => fn));
-    const functions = this.#functions;
+    const functions = this.#parts.has('eventLoop') ? phaseFunctions() : undefined;
     const p = this.#parts;
     try {
       if (p.has('syscalls') || p.has('files') || p.has('connects')) {
