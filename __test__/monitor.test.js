@@ -30,7 +30,7 @@ function child(body, { prefix = [], timeout = 60_000 } = {}) {
 // its own while the monitor counts writes (syscalls part)
 const WRITES = `async (bpf) => {
   const fs = require('node:fs');
-  const m = bpf.monitor({ syscalls: true, files: true, connects: true });
+  const m = bpf.monitor({ syscalls: true, files: true, connects: true, eventLoop: true });
   const writes = () => m.read().syscalls.find((s) => s.syscall === 'write')?.count ?? 0;
   const fd = fs.openSync('/dev/null', 'w');
   const before = writes();
@@ -67,7 +67,7 @@ describe('bpf.monitor()', { skip }, () => {
     const r = child(`async (bpf) => {
       const { objectPath } = require(${JSON.stringify(path.join(ROOT, 'lib', 'objects'))});
       const fs = require('node:fs');
-      const m = bpf.monitor({ syscalls: true, eventLoop: false, offCpu: false, tcpRetransmits: false });
+      const m = bpf.monitor({ syscalls: true, offCpu: false, tcpRetransmits: false });
       const obj = bpf.loadBpfProgram(objectPath('file_io'));
       obj.setGlobalVariable('target_pid', process.pid);
       let window = false;
@@ -108,7 +108,7 @@ describe('bpf.monitor()', { skip }, () => {
 
   test('a read takes no syscall for the arrays, and its histograms have every bucket', () => {
     const r = child(`async (bpf) => {
-      const m = bpf.monitor({ syscalls: true });
+      const m = bpf.monitor({ syscalls: true, eventLoop: true });
       m.read();
       const bpfCalls = () => m.read().syscalls.find((s) => s.syscall === 'bpf')?.count ?? 0;
       const a = bpfCalls();
@@ -140,7 +140,7 @@ describe('least privilege', { skip }, () => {
   test('as nobody with CAP_BPF + CAP_PERFMON: every part attaches and the counts are exact', { skip: why }, () => {
     const r = child(WRITES, { prefix: [...setpriv, ...caps] });
     assert.equal(r.error, undefined, JSON.stringify(r.error));
-    assert.deepEqual(r.parts, bpf.Monitor.PARTS.filter((p) => p !== 'x'));
+    assert.deepEqual(r.parts, bpf.Monitor.PARTS);
     assert.equal(r.after - r.before, 25);
   });
 
@@ -193,7 +193,7 @@ describe('clean exit', { skip }, () => {
   for (const how of ['close', 'exit', 'SIGKILL']) {
     test(`after ${how === 'close' ? 'm.closeAsync()' : how === 'exit' ? 'process exit' : 'SIGKILL'}, none of the monitor's programs is left`, async () => {
       const script = `const bpf = require(${JSON.stringify(ROOT)});
-        const m = bpf.monitor({ syscalls: true, files: true, connects: true });
+        const m = bpf.monitor({ syscalls: true, files: true, connects: true, eventLoop: true });
         process.stdout.write('ready\\n');
         process.stdin.once('data', async () => {
           ${how === 'close' ? "await m.closeAsync(); process.stdout.write('closed\\n'); setInterval(() => {}, 1000);" : 'process.exit(0);'}
@@ -247,7 +247,7 @@ describe('tcpRetransmits', { skip }, () => {
     // a client monitoring itself: one transfer, then what it counted
     const script = `const bpf = require(${JSON.stringify(ROOT)});
       const net = require('node:net');
-      const m = bpf.monitor({ eventLoop: false, offCpu: false });
+      const m = bpf.monitor({ offCpu: false });
       const sock = net.connect(${PORT}, ${JSON.stringify(serverAddr)}, () => sock.write('${BYTES}\\n' + 'x'.repeat(${BYTES})));
       sock.on('data', (d) => {
         if (!String(d).startsWith('ok')) return;

@@ -134,8 +134,8 @@ describe('the monitor, scraped by a real Prometheus', { skip, timeout: 180_000 }
   let prom;
 
   before(async () => {
-    services.prom = await startService(['--syscalls']);
-    services.otel = await startService(['--syscalls', '--otel', String(await freePort()), '--otel-only']);
+    services.prom = await startService(['--syscalls', '--event-loop']);
+    services.otel = await startService(['--syscalls', '--event-loop', '--otel', String(await freePort()), '--otel-only']);
     prom = await startPrometheus({ prom: services.prom.port, otel: services.otel.otel });
   });
 

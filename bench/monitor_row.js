@@ -14,15 +14,15 @@ const { execFileSync } = require('node:child_process');
 
 const argv = process.argv.slice(2);
 const rounds = Number(argv.includes('--rounds') ? argv[argv.indexOf('--rounds') + 1] : 15);
-const ALONE = { eventLoop: false, offCpu: false, tcpRetransmits: false };
+const ALONE = { offCpu: false, tcpRetransmits: false };
 const CONFIGS = [
-  ['default set (eventLoop, offCpu, tcpRetransmits)', {}],
+  ['default set (offCpu, tcpRetransmits)', {}],
   ['eventLoop', { ...ALONE, eventLoop: true }],
   ['offCpu', { ...ALONE, offCpu: true }],
   ['tcpRetransmits', { ...ALONE, tcpRetransmits: true }],
   ['syscalls', { ...ALONE, syscalls: true }],
   ['files + connects', { ...ALONE, files: true, connects: true }],
-  ['everything', { syscalls: true, files: true, connects: true }],
+  ['everything', { eventLoop: true, syscalls: true, files: true, connects: true }],
 ];
 
 (async () => {

@@ -1,12 +1,13 @@
 'use strict';
 // An HTTP service that monitors itself: bpf.monitor() counts, in the kernel,
-// what this very process does (event-loop phases, main-thread off-CPU time,
-// TCP retransmits; with --syscalls also its syscalls, files and connects),
+// what this very process does (main-thread off-CPU time, TCP retransmits;
+// with --event-loop the libuv phases; with --syscalls its syscalls, files
+// and connects: each costs more, README: What it costs),
 // and GET /metrics serves it with prom-client, beside the service's own
 // metrics. With --otel PORT the same monitor is also exported through the
 // OpenTelemetry SDK's Prometheus exporter on PORT. Needs root, or CAP_BPF +
 // CAP_PERFMON (README: Tracing your own service).
-//   node examples/self_monitor_service.js [--port N] [--syscalls] [--otel PORT]
+//   node examples/self_monitor_service.js [--port N] [--event-loop] [--syscalls] [--otel PORT]
 // With --otel-only, /metrics is not served (the OTel exporter's port is).
 // Prints {"port": N, "otel": PORT|null} once it listens. GET / answers a
 // small JSON body; GET /block?ms=N blocks the event loop for N ms in a
@@ -21,7 +22,7 @@ const argv = process.argv.slice(2);
 const opt = (name) => (argv.includes(name) ? argv[argv.indexOf(name) + 1] : undefined);
 const syscalls = argv.includes('--syscalls');
 
-const monitor = bpf.monitor({ syscalls, files: syscalls, connects: syscalls });
+const monitor = bpf.monitor({ eventLoop: argv.includes('--event-loop'), syscalls, files: syscalls, connects: syscalls });
 const registry = new client.Registry();
 monitor.registerPrometheus(registry);
 const requestSeconds = new client.Histogram({
