@@ -1,25 +1,18 @@
 'use strict';
-// The monitor row's server: bench/http_server.js's server (the same
-// handler), monitoring itself. Prints {"port"}, then every 50 ms the
-// requests served so far, {"t", "n"}. On a line "CONFIG ROUNDS" on stdin
+// The monitor row's server: bench/http_server.js's server
+// (bench/harness/hello_server.js), monitoring itself. Prints {"port"}, then
+// every 50 ms the requests served so far, {"t", "n"}. On a line "CONFIG ROUNDS" on stdin
 // (CONFIG: a JSON object of monitor options) it starts that monitor paused,
 // then ROUNDS times resumes it for a second and pauses it for a second,
 // printing {"t", "on"} at each switch, and in the middle of each monitored
 // second scrapes it through prom-client, timing the scrape on the main
 // thread; then closes it and prints {"done": CONFIG, "scrapeUs": [...],
 // "cpuUs": [...], "startMs"}.
-const http = require('node:http');
 const readline = require('node:readline');
 const client = require('prom-client');
 const bpf = require('..');
+const { helloServer } = require('./harness/hello_server');
 
-const body = JSON.stringify({ hello: 'world', items: [1, 2, 3, 4, 5] });
-let served = 0;
-const server = http.createServer((req, res) => {
-  served++;
-  res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
-  res.end(body);
-});
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const say = (o) => process.stdout.write(`${JSON.stringify(o)}\n`);
 
@@ -52,13 +45,10 @@ async function run(config, rounds) {
   say({ done: config, scrapeUs, cpuUs, startMs });
 }
 
-server.listen(0, '127.0.0.1', () => {
-  say({ port: server.address().port });
-  setInterval(() => process.stdout.write(`{"t":${process.hrtime.bigint()},"n":${served}}\n`), 50);
+helloServer(() => {
   const lines = readline.createInterface({ input: process.stdin });
   lines.on('line', (line) => {
     const [config, rounds] = line.trim().split(/\s+/);
     run(JSON.parse(config), Number(rounds)).catch((e) => say({ error: e.message, code: e.code }));
   });
 });
-process.on('SIGTERM', () => process.exit(0));
