@@ -41,9 +41,9 @@ const CONFIGS = [
       const switches = server.lines.slice(from).map((l) => l.line).filter((l) => /^\{"t":"/.test(l)).map((l) => JSON.parse(l)).map((x) => ({ t: BigInt(x.t), on: x.on }));
       await sleep(100);
       const r = pairedLoss(servedSamples(server), switches);
-      const row = { name, config, loss: r.loss, losses: r.losses, traced: r.traced, untraced: r.untraced, scrapeUs: median(done.scrapeUs), scrapeCpuUs: median(done.cpuUs), startMs: done.startMs };
+      const row = { name, config, loss: r.loss, losses: r.losses, traced: r.traced, untraced: r.untraced, scrapeUs: median(done.scrapeUs), scrapeCpuUs: median(done.cpuUs), startMs: done.startMs, perRequest: done.perRequest };
       rows.push(row);
-      console.error(`bench: monitor ${name}: ${r.untraced.toFixed(0)} req/s unmonitored, ${r.traced.toFixed(0)} monitored: ${(r.loss * 100).toFixed(1)}% fewer (median of ${r.losses.length} seconds); scrape ${row.scrapeUs.toFixed(0)} µs main thread; start ${done.startMs.toFixed(0)} ms`);
+      console.error(`bench: monitor ${name}: ${r.untraced.toFixed(0)} req/s unmonitored, ${r.traced.toFixed(0)} monitored: ${(r.loss * 100).toFixed(1)}% fewer (median of ${r.losses.length} seconds); scrape ${row.scrapeUs.toFixed(0)} µs main thread; start ${done.startMs.toFixed(0)} ms; per request ${JSON.stringify(done.perRequest)}`);
     }
   } finally {
     if (load) await stop(load, 'SIGINT');

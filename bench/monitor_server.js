@@ -7,7 +7,10 @@
 // printing {"t", "on"} at each switch, and in the middle of each monitored
 // second scrapes it through prom-client, timing the scrape on the main
 // thread; then closes it and prints {"done": CONFIG, "scrapeUs": [...],
-// "cpuUs": [...], "startMs"}.
+// "cpuUs": [...], "startMs", "perRequest"}: perRequest, what the monitor
+// counted per request served while it was on (loop iterations, syscalls of
+// the process, main-thread switches off the CPU), for bench/monitor_costs.js's
+// costs per event.
 const readline = require('node:readline');
 const client = require('prom-client');
 const bpf = require('..');
@@ -25,7 +28,9 @@ async function run(config, rounds) {
   m.registerPrometheus(registry);
   const scrapeUs = [];
   const cpuUs = [];
+  let requests = 0;
   for (let i = 0; i < rounds; i++) {
+    const from = hello.served();
     m.resume();
     say({ t: String(process.hrtime.bigint()), on: true });
     await sleep(500);
@@ -38,14 +43,22 @@ async function run(config, rounds) {
     cpuUs.push(used.user + used.system);
     await sleep(500);
     m.pause();
+    requests += hello.served() - from;
     say({ t: String(process.hrtime.bigint()), on: false });
     await sleep(1000);
   }
+  const snap = m.read();
+  const sum = (rows, f) => (rows ? rows.reduce((n, r) => n + f(r), 0) : undefined);
+  const perRequest = {
+    iterations: snap.eventLoop ? snap.eventLoop.find((p) => p.phase === 'poll').duration.count / requests : undefined,
+    syscalls: snap.syscalls ? sum(snap.syscalls, (r) => r.count) / requests : undefined,
+    offCpuSwitches: snap.offCpu ? sum(snap.offCpu.reasons, (r) => r.count) / requests : undefined,
+  };
   m.close();
-  say({ done: config, scrapeUs, cpuUs, startMs });
+  say({ done: config, scrapeUs, cpuUs, startMs, perRequest });
 }
 
-helloServer(() => {
+const hello = helloServer(() => {
   const lines = readline.createInterface({ input: process.stdin });
   lines.on('line', (line) => {
     const [config, rounds] = line.trim().split(/\s+/);

@@ -7,7 +7,7 @@
 // its own monitor.
 const http = require('node:http');
 
-/** Starts the server; `onListening()` runs once it listens. */
+/** Starts the server; `onListening()` runs once it listens. Returns `{ server, served() }`. */
 function helloServer(onListening = () => {}) {
   const body = JSON.stringify({ hello: 'world', items: [1, 2, 3, 4, 5] });
   let served = 0;
@@ -22,7 +22,7 @@ function helloServer(onListening = () => {}) {
     onListening();
   });
   process.on('SIGTERM', () => process.exit(0));
-  return server;
+  return { server, served: () => served };
 }
 
 module.exports = { helloServer };
