@@ -9,7 +9,8 @@
  *
  *   syscalls, files, connects: raw_tp sys_enter/sys_exit (syscall_hist.bpf.h,
  *	node_syscalls.bpf.h), this process's threads but node-libbpf's own
- *   eventLoop: uprobes on the libuv phase functions, the main thread's loop
+ *   eventLoop: uprobes on the entries of the libuv phase functions, the
+ *	main thread's loops
  *   offCpu: tp_btf sched_switch, the main thread
  *   tcpRetransmits: tp_btf tcp_retransmit_skb, on this process's sockets
  *	(those it connected, tp_btf inet_sock_set_state, and those accepted on
@@ -26,15 +27,14 @@
 #include "event_loop.h"
 #include "monitor.h"
 
-#define MAX_DEPTH 8
 #define UV_PHASES (UV_PHASE_TIMERS + 1)
 #define TCP_ESTABLISHED 1
 #define TCP_SYN_SENT 2
 #define TCP_CLOSE 7
 #define TCP_LISTEN 10
 
-/* the syscall the kernel's uretprobe trampoline makes (6.11+): the
- * eventLoop part's own, not the service's */
+/* the syscall the kernel's uretprobe trampoline makes (6.11+) when a
+ * uretprobe (another tracer's) returns in this process: not the service's */
 const volatile __s32 nr_uretprobe = -1;
 
 /* the epoll waits of the poll phase: off-CPU there is idle, not blocked */
@@ -94,16 +94,19 @@ struct {
 	__type(value, __u8);
 } own_ports SEC(".maps");
 
-struct phase_frame {
+/* where a loop is: the phase it began last, and when */
+struct loop_phase {
 	__u32 phase;
 	__u64 start_ns;
 };
 
-/* the main thread's phases in progress (phases nest: a loop run inside one) */
-struct phase_stack {
-	__u32 depth;
-	struct phase_frame frames[MAX_DEPTH];
-} loop_stack = {};
+/* by loop (uv_loop_t *): a loop run inside a phase (spawnSync's) has its own */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 64);
+	__type(key, __u64);
+	__type(value, struct loop_phase);
+} loops SEC(".maps");
 
 /* the main thread's last switch off the CPU */
 struct offcpu_start {
@@ -160,60 +163,43 @@ int handle_sys_exit(struct bpf_raw_tracepoint_args *ctx)
 	return 0;
 }
 
-/* a phase begins (the phase is the attach cookie) */
-static __always_inline int phase_entry(struct pt_regs *ctx)
+/*
+ * a phase begins (the phase is the attach cookie): the one its loop began
+ * before ends here. Entry probes only, no uretprobes: a phase lasts from its
+ * start to the start of the next (check includes closing the handles,
+ * timers the loop's own bookkeeping), at half the probes' cost. A phase
+ * that runs a loop of its own (spawnSync) lasts as long as that loop.
+ */
+static __always_inline int phase_entry(struct pt_regs *ctx, __u64 loop)
 {
-	__u32 depth = loop_stack.depth;
-
-	if (!main_thread() || depth >= MAX_DEPTH)
-		return 0;
-	loop_stack.frames[depth].phase = bpf_get_attach_cookie(ctx);
-	loop_stack.frames[depth].start_ns = bpf_ktime_get_ns();
-	loop_stack.depth = depth + 1;
-	return 0;
-}
-
-/* a phase ends: its duration into its histogram */
-static __always_inline int phase_return(struct pt_regs *ctx)
-{
-	__u32 phase = bpf_get_attach_cookie(ctx), depth = loop_stack.depth, i;
+	struct loop_phase next = { .phase = bpf_get_attach_cookie(ctx) }, *last;
 	struct syscall_counts *h;
 
-	if (!main_thread() || depth == 0 || depth > MAX_DEPTH)
+	if (!main_thread())
 		return 0;
-	i = (depth - 1) & (MAX_DEPTH - 1);
-	/* a return whose entry was not seen (the call began before the attach) */
-	if (loop_stack.frames[i].phase != phase)
+	next.start_ns = bpf_ktime_get_ns();
+	last = bpf_map_lookup_elem(&loops, &loop);
+	if (last) {
+		h = bpf_map_lookup_elem(&phases, &last->phase);
+		if (h)
+			hist_add(h, next.start_ns - last->start_ns);
+		*last = next;
 		return 0;
-	loop_stack.depth = depth - 1;
-	h = bpf_map_lookup_elem(&phases, &phase);
-	if (h)
-		hist_add(h, bpf_ktime_get_ns() - loop_stack.frames[i].start_ns);
+	}
+	bpf_map_update_elem(&loops, &loop, &next, BPF_ANY);
 	return 0;
 }
 
 SEC("uprobe")
-int BPF_UPROBE(handle_phase_entry)
+int BPF_UPROBE(handle_phase_entry, void *loop)
 {
-	return phase_entry(ctx);
-}
-
-SEC("uretprobe")
-int BPF_URETPROBE(handle_phase_return)
-{
-	return phase_return(ctx);
+	return phase_entry(ctx, (__u64)loop);
 }
 
 SEC("uprobe.multi")
-int BPF_UPROBE(handle_phase_entry_multi)
+int BPF_UPROBE(handle_phase_entry_multi, void *loop)
 {
-	return phase_entry(ctx);
-}
-
-SEC("uretprobe.multi")
-int BPF_URETPROBE(handle_phase_return_multi)
-{
-	return phase_return(ctx);
+	return phase_entry(ctx, (__u64)loop);
 }
 
 /* the syscall a sleeping task is in, or -1 */

@@ -25,9 +25,10 @@ const PHASES = [
  * it is one operation, where ten uprobes take the kernel ~2 s), or else a
  * uprobe and a uretprobe per phase. Returns first: every entry seen then
  * has its return seen too. The programs are `handle_phase_entry[_multi]`
- * and `handle_phase_return[_multi]`. Returns `{ how, links }`.
+ * and `handle_phase_return[_multi]`; with `returns: false` only the entry
+ * programs are attached. Returns `{ how, links }`.
  */
-function attachPhases(obj, pid, functions) {
+function attachPhases(obj, pid, functions, { returns = true } = {}) {
   const byBinary = new Map();
   PHASES.forEach(([, fn], cookie) => {
     const where = functions.get(fn);
@@ -39,7 +40,7 @@ function attachPhases(obj, pid, functions) {
   try {
     for (const [binary, list] of byBinary) {
       const [names, cookies] = [list.map((f) => f.fn), list.map((f) => f.cookie)];
-      links.push(obj.attachUprobeMulti(binary, names, obj.programs.handle_phase_return_multi, { pid, retprobe: true, cookies }));
+      if (returns) links.push(obj.attachUprobeMulti(binary, names, obj.programs.handle_phase_return_multi, { pid, retprobe: true, cookies }));
       links.push(obj.attachUprobeMulti(binary, names, obj.programs.handle_phase_entry_multi, { pid, cookies }));
     }
     return { how: 'uprobe.multi', links };
@@ -48,7 +49,7 @@ function attachPhases(obj, pid, functions) {
   }
   for (const [binary, list] of byBinary) {
     for (const { offset, cookie } of list) {
-      links.push(obj.attachUretprobe(binary, offset, obj.programs.handle_phase_return, { pid, cookie }));
+      if (returns) links.push(obj.attachUretprobe(binary, offset, obj.programs.handle_phase_return, { pid, cookie }));
       links.push(obj.attachUprobe(binary, offset, obj.programs.handle_phase_entry, { pid, cookie }));
     }
   }

@@ -11,8 +11,8 @@
  *   offCpu          the main thread's time off the CPU, by syscall or
  *                   preemption, and a histogram of its blocked intervals
  *   tcpRetransmits  TCP segments retransmitted on this process's sockets
- *   eventLoop       the main thread's libuv phases, as histograms (uprobes;
- *                   opt-in: ~25 µs per loop iteration here)
+ *   eventLoop       the main thread's libuv phases, as histograms (uprobes
+ *                   on their entries; opt-in: ~5 µs per loop iteration here)
  *   syscalls        per-syscall counts, errors and latency histograms
  *   files           files opened, top N by count, with errors
  *   connects        endpoints connected to, top N by count, with errors
@@ -34,7 +34,7 @@ const PARTS = ['syscalls', 'eventLoop', 'offCpu', 'files', 'connects', 'tcpRetra
 /**
  * The parts on unless turned off: the ones that cost a busy HTTP server
  * under 3% of its requests (README: What it costs). eventLoop's uprobes
- * cost ~25 µs per loop iteration on the 2-vCPU VM it was measured on (10
+ * cost ~5 µs per loop iteration on the 2-vCPU VM it was measured on (5
  * probe hits), syscalls puts every syscall of the machine on the slow path:
  * opt-in.
  */
@@ -114,7 +114,9 @@ function checkOptions(options) {
   if (unknown.length) {
     throw codedError('ERR_BPF_UNKNOWN_NAME', `monitor(): no part named ${unknown.join(', ')}; the parts are ${PARTS.join(', ')} (and the option top)`);
   }
-  const parts = PARTS.filter((p) => (options?.[p] ?? DEFAULT_PARTS.includes(p)) === true);
+  const wrong = PARTS.filter((p) => options?.[p] !== undefined && typeof options[p] !== 'boolean');
+  if (wrong.length) throw codedError('ERR_INVALID_ARG_TYPE', `monitor(): parts are turned on or off with true or false; ${wrong.map((p) => `${p}: ${options[p]}`).join(', ')}`);
+  const parts = PARTS.filter((p) => options?.[p] ?? DEFAULT_PARTS.includes(p));
   const top = options?.top ?? 20;
   if (!Number.isInteger(top) || top < 1) throw codedError('ERR_BPF_INVALID_VALUE', `monitor(): top must be a positive integer, got ${top}`);
   return { parts, top };
@@ -171,7 +173,7 @@ class Monitor {
       if (this.#parts.has('connects')) obj.setGlobalVariable('nr_connect', nr('connect'));
       for (const n of ['epoll_wait', 'epoll_pwait', 'epoll_pwait2', 'uretprobe']) obj.setGlobalVariable(`nr_${n}`, nr(n));
       obj.load();
-      for (const name of ['syscalls', 'phases', 'offcpu', 'offcpu_hist', 'files', 'endpoints', 'retransmits', 'own_ports']) this.#maps[name] = obj.getMap(name);
+      for (const name of ['syscalls', 'phases', 'loops', 'offcpu', 'offcpu_hist', 'files', 'endpoints', 'retransmits', 'own_ports']) this.#maps[name] = obj.getMap(name);
       if (this.#parts.has('tcpRetransmits')) for (const port of listeningPorts()) this.#maps.own_ports.set(port, 1);
       this.#obj = obj;
       this.resume();
@@ -231,7 +233,8 @@ class Monitor {
         if (this.#phasesTraced.length === 0) {
           throw codedError('ERR_BPF_UNKNOWN_NAME', `monitor(): no libuv phase function (uv__io_poll, ...) in this node binary or its libraries (stripped?): turn eventLoop off`);
         }
-        this.#links.push(...attachPhases(obj, process.pid, functions).links);
+        this.#maps.loops.clear(); // (a phase begun before a pause did not last through it)
+        this.#links.push(...attachPhases(obj, process.pid, functions, { returns: false }).links);
       }
       this.#attached = true;
     } catch (err) {

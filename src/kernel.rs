@@ -24,7 +24,10 @@ pub fn tracefs_root() -> BpfResult<&'static str> {
     }
   }
   // mounted, but not readable by this user (tracefs is mode 0700, root's)
-  if let Some(root) = mounted_tracefs() {
+  let unreadable = |root: &String| {
+    matches!(std::fs::metadata(Path::new(root).join("events")), Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied)
+  };
+  if let Some(root) = mounted_tracefs().filter(unreadable) {
     return err(
       Code::Permission,
       format!(
@@ -221,7 +224,6 @@ pub fn features() -> Features {
   };
   let ring_buffer = map_feature("ringBuffer", libbpf_sys::BPF_MAP_TYPE_RINGBUF, "bpf_ringbuf");
   let perf_buffer = map_feature("perfBuffer", libbpf_sys::BPF_MAP_TYPE_PERF_EVENT_ARRAY, "bpf_event_entry");
-  let uprobes = Path::new("/sys/bus/event_source/devices/uprobe/type").exists();
   if !has("CAP_BPF") {
     refused("programs", "loading BPF programs needs CAP_BPF (and CAP_PERFMON to trace)");
   } else if !has("CAP_PERFMON") {
@@ -232,7 +234,7 @@ pub fn features() -> Features {
     tracepoints,
     tracefs: tracefs.ok().map(str::to_string).or_else(mounted_tracefs),
     kprobes: kprobes_available(),
-    uprobes,
+    uprobes: Path::new("/sys/bus/event_source/devices/uprobe/type").exists(),
     fentry: fentry_loads(),
     uprobe_multi: uprobe_multi_available(),
     ring_buffer,
