@@ -356,7 +356,7 @@ export declare function loadBpfProgram<T extends ObjectTypes = never>(
 export interface MonitorOptions {
   /** Per-syscall counts, errors and latency histograms (every syscall of the machine takes the tracepoint's slow path: opt-in). */
   syscalls?: boolean
-  /** The main thread's libuv phases as histograms (uprobes: ~25 µs per loop iteration here; opt-in). */
+  /** The main thread's libuv phases as histograms (uprobes on their entries: ~6 µs per loop iteration here; opt-in). */
   eventLoop?: boolean
   /** The main thread's time off the CPU by syscall or preemption, and its blocked intervals (default on). */
   offCpu?: boolean

@@ -33,17 +33,22 @@ const CONFIGS = [
     const { port } = json(await waitLine(server, /^\{"port"/, 10_000));
     load = start('wrk', ['-t1', '-c16', '-d3600s', `http://127.0.0.1:${port}/`]);
     await sleep(3000); // the server's JIT warms up
+    // context switches of the whole machine (the offCpu part runs on each)
+    const ctxt = () => Number(/^ctxt (\d+)/m.exec(require('node:fs').readFileSync('/proc/stat', 'utf8'))[1]);
+    const served = () => servedSamples(server).at(-1)?.n ?? 0;
     for (const [name, config] of CONFIGS) {
       const from = server.lines.length;
+      const [c0, n0] = [ctxt(), served()];
       server.stdin.write(`${JSON.stringify(config)} ${rounds}\n`);
       const done = json(await waitLine(server, /^\{"(done|error)"/, rounds * 2000 + 60_000, from));
       if (done.error) throw new Error(`${name}: ${done.error}`);
+      const switchesPerRequest = (ctxt() - c0) / (served() - n0);
       const switches = server.lines.slice(from).map((l) => l.line).filter((l) => /^\{"t":"/.test(l)).map((l) => JSON.parse(l)).map((x) => ({ t: BigInt(x.t), on: x.on }));
       await sleep(100);
       const r = pairedLoss(servedSamples(server), switches);
-      const row = { name, config, loss: r.loss, losses: r.losses, traced: r.traced, untraced: r.untraced, scrapeUs: median(done.scrapeUs), scrapeCpuUs: median(done.cpuUs), startMs: done.startMs, perRequest: done.perRequest };
+      const row = { name, config, loss: r.loss, losses: r.losses, traced: r.traced, untraced: r.untraced, scrapeUs: median(done.scrapeUs), scrapeCpuUs: median(done.cpuUs), startMs: done.startMs, perRequest: { ...done.perRequest, machineSwitches: switchesPerRequest } };
       rows.push(row);
-      console.error(`bench: monitor ${name}: ${r.untraced.toFixed(0)} req/s unmonitored, ${r.traced.toFixed(0)} monitored: ${(r.loss * 100).toFixed(1)}% fewer (median of ${r.losses.length} seconds); scrape ${row.scrapeUs.toFixed(0)} µs main thread; start ${done.startMs.toFixed(0)} ms; per request ${JSON.stringify(done.perRequest)}`);
+      console.error(`bench: monitor ${name}: ${r.untraced.toFixed(0)} req/s unmonitored, ${r.traced.toFixed(0)} monitored: ${(r.loss * 100).toFixed(1)}% fewer (median of ${r.losses.length} seconds); scrape ${row.scrapeUs.toFixed(0)} µs main thread; start ${done.startMs.toFixed(0)} ms; per request ${JSON.stringify(row.perRequest)}`);
     }
   } finally {
     if (load) await stop(load, 'SIGINT');
