@@ -847,5 +847,6 @@ module.exports.elfSymbols = nativeBinding.elfSymbols
 module.exports.errnoName = nativeBinding.errnoName
 module.exports.features = nativeBinding.features
 module.exports.flameGraph = nativeBinding.flameGraph
+module.exports.libraryThreads = nativeBinding.libraryThreads
 module.exports.openObject = nativeBinding.openObject
 module.exports.syscallNames = nativeBinding.syscallNames

@@ -25,6 +25,7 @@ export {
   FlameGraphOptions,
   Frame,
   GlobalInfo,
+  LibraryThread,
   LoadOptions,
   MapInfo,
   PerfEventOptions,
@@ -38,6 +39,7 @@ export {
   errnoName,
   features,
   flameGraph,
+  libraryThreads,
   syscallNames,
 } from './binding'
 
@@ -187,6 +189,12 @@ export declare class BpfMap {
   getBatch(): Array<[any, any]>
   /** Every `[key, value]` pair of a hash map, removed as it is read. */
   lookupAndDeleteBatch(): Array<[any, any]>
+  /**
+   * Copies the bytes of a `BPF_F_MMAPABLE` array map, from byte `offset`,
+   * into `target` (its whole length), with no syscall (the map is mapped on
+   * the first call). Value `i` is at `i * roundUp(valueSize, 8)`. Returns `target`.
+   */
+  readMapped<B extends Uint8Array>(target: B, offset?: number): B
   /**
    * Streams the records of a BPF_MAP_TYPE_RINGBUF map: `callback(record)`
    * once per record, on the main thread, in order. With `type`, records are
@@ -350,3 +358,96 @@ export declare function loadBpfProgram<T extends ObjectTypes = never>(
   source: string | Buffer,
   options?: LoadOptions | null,
 ): [T] extends [never] ? BpfObject : TypedBpfObject<T>
+
+/** The parts of a monitor (`bpf.monitor(options)`): each on (`true`) or off. */
+export interface MonitorOptions {
+  /** Per-syscall counts, errors and latency histograms (every syscall of the machine takes the tracepoint's slow path: opt-in). */
+  syscalls?: boolean
+  /** The main thread's libuv phases as histograms (uprobes on their entries: ~6 µs per loop iteration here; opt-in). */
+  eventLoop?: boolean
+  /** The main thread's time off the CPU by syscall or preemption, and its blocked intervals (default on). */
+  offCpu?: boolean
+  /** Files opened, top N, with errors (the syscall tracepoints: opt-in). */
+  files?: boolean
+  /** Endpoints connected to, top N, with errors (the syscall tracepoints: opt-in). */
+  connects?: boolean
+  /** TCP segments retransmitted on this process's sockets, by remote endpoint (default on). */
+  tcpRetransmits?: boolean
+  /** How many files, endpoints and retransmit endpoints a read gives (the most counted; default 20). */
+  top?: number
+}
+
+/** A histogram as the monitor reads it: cumulative counts at each of `Monitor.BUCKET_BOUNDS`. */
+export interface MonitorHistogram {
+  count: number
+  /** Seconds, summed. */
+  sum: number
+  /** `buckets[k]`: how many were at most `Monitor.BUCKET_BOUNDS[k]` seconds (every bound, always). */
+  buckets: number[]
+}
+
+/** What `monitor.read()` returns: counts since the monitor started, for the parts it has. */
+export interface MonitorSnapshot {
+  syscalls?: Array<{ syscall: string; count: number; errors: number; duration: MonitorHistogram }>
+  eventLoop?: Array<{ phase: 'pending' | 'idle' | 'prepare' | 'poll' | 'check' | 'timers'; duration: MonitorHistogram }>
+  offCpu?: {
+    /** By the syscall the main thread slept in, `preempted` or `other` (asleep outside a syscall). */
+    reasons: Array<{ reason: string; count: number; seconds: number }>
+    /** Off-CPU intervals but the poll phase's epoll waits: the loop could not run. */
+    blocked: MonitorHistogram
+    /** The poll phase's epoll waits: nothing to do. */
+    idle: MonitorHistogram
+  }
+  files?: Array<{ path: string; count: number; errors: number }>
+  connects?: Array<{ endpoint: string; count: number; errors: number }>
+  tcpRetransmits?: Array<{ endpoint: string; segments: number }>
+}
+
+/** An OpenTelemetry MetricProducer (`@opentelemetry/sdk-metrics`), structurally. */
+export interface MonitorMetricProducer {
+  collect(options?: { timeoutMillis?: number }): Promise<{ resourceMetrics: any; errors: unknown[] }>
+}
+
+/** A prom-client Registry, structurally. */
+export interface PromRegistry {
+  registerMetric(metric: any): void
+}
+
+/** The in-process monitor: this process's own kernel-level behaviour, counted in the kernel. */
+export declare class Monitor {
+  /** Every bucket bound of every histogram, in seconds: 2^k µs, k = 0..26. */
+  static readonly BUCKET_BOUNDS: readonly number[]
+  static readonly PARTS: readonly string[]
+  /** The parts on unless turned off. */
+  static readonly DEFAULT_PARTS: readonly string[]
+  private constructor()
+  /** The parts this monitor counts. */
+  get parts(): string[]
+  /** The libuv phases found and traced. */
+  get phases(): string[]
+  get closed(): boolean
+  /** Whether its programs are attached (not paused). */
+  get attached(): boolean
+  /** Everything counted since it started (cumulative). */
+  read(): MonitorSnapshot
+  /** Detaches its programs; counts stay. */
+  pause(): void
+  /** Attaches them again. */
+  resume(): void
+  /** Registers `node_libbpf_*` metrics in a prom-client registry; returns their names. */
+  registerPrometheus(registry: PromRegistry): string[]
+  /** An OpenTelemetry MetricProducer of `node_libbpf.*` metrics, for a MetricReader's `metricProducers`. */
+  metricProducer(): MonitorMetricProducer
+  /** Detaches and frees everything. */
+  close(): void
+  closeAsync(): Promise<void>
+}
+
+/** Starts monitoring this process (needs root, or CAP_BPF + CAP_PERFMON). */
+export declare function monitor(options?: MonitorOptions): Monitor
+
+/**
+ * Sets the `node_libbpf_tids` global (bpf/node_libbpf.bpf.h) of an object
+ * not loaded yet to node-libbpf's own threads; returns their tids.
+ */
+export declare function excludeLibraryThreads(obj: BpfObject): number[]

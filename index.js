@@ -10,11 +10,12 @@
  * use. Every export is a plain name, so that `import { loadBpfProgram } from
  * 'node-libbpf'` works from ES modules too.
  */
-const { BpfProgram, BpfLink, features, Symbolizer, elfSymbols, dwarfMemberOffset, flameGraph, errnoName, syscallNames } = require('./lib/native');
+const { BpfProgram, BpfLink, features, libraryThreads, Symbolizer, elfSymbols, dwarfMemberOffset, flameGraph, errnoName, syscallNames } = require('./lib/native');
 const { BpfObject, loadBpfProgram } = require('./lib/object');
 const { BpfMap } = require('./lib/map');
 const { EventBuffer } = require('./lib/buffer');
 const { objectPath, objectNames } = require('./lib/objects');
+const { monitor, Monitor, excludeLibraryThreads } = require('./lib/monitor');
 
 module.exports = {
   loadBpfProgram,
@@ -26,6 +27,10 @@ module.exports = {
   BpfProgram,
   BpfLink,
   features,
+  monitor,
+  Monitor,
+  libraryThreads,
+  excludeLibraryThreads,
   Symbolizer,
   elfSymbols,
   dwarfMemberOffset,

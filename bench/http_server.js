@@ -1,20 +1,4 @@
 'use strict';
-// The HTTP row's server: a minimal Node.js HTTP server on 127.0.0.1 (an
-// ephemeral port), printed as {"port"} once it listens; then, every 50 ms,
-// the requests served so far with the time, {"t": CLOCK_MONOTONIC ns, "n"},
-// so that the benchmark can measure req/s over any window of one long load
-// run. Runs until SIGTERM.
-const http = require('node:http');
-
-const body = JSON.stringify({ hello: 'world', items: [1, 2, 3, 4, 5] });
-let served = 0;
-const server = http.createServer((req, res) => {
-  served++;
-  res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
-  res.end(body);
-});
-server.listen(0, '127.0.0.1', () => {
-  process.stdout.write(`${JSON.stringify({ port: server.address().port })}\n`);
-  setInterval(() => process.stdout.write(`{"t":${process.hrtime.bigint()},"n":${served}}\n`), 50);
-});
-process.on('SIGTERM', () => process.exit(0));
+// The HTTP row's server (bench/harness/hello_server.js): prints {"port"},
+// then {"t", "n"} every 50 ms. Runs until SIGTERM.
+require('./harness/hello_server').helloServer();

@@ -11,6 +11,10 @@
 #include "syscall_hist.h"
 
 #define MAX_SYSCALLS 1024
+/* flags of the syscalls array: BPF_F_MMAPABLE to read it with no syscall */
+#ifndef SYSCALL_HIST_MAP_FLAGS
+#define SYSCALL_HIST_MAP_FLAGS 0
+#endif
 #define EAGAIN 11
 #define EINPROGRESS 115
 
@@ -50,6 +54,7 @@ struct {
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, MAX_SYSCALLS);
+	__uint(map_flags, SYSCALL_HIST_MAP_FLAGS);
 	__type(key, __u32);
 	__type(value, struct syscall_counts);
 } syscalls SEC(".maps");

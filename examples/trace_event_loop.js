@@ -14,17 +14,8 @@ const { wallClock, formatTime } = require('../lib/format');
 const { log2Buckets, formatHistogram, histogramJSON } = require('../lib/hist');
 const { run } = require('../lib/run');
 const { objectPath } = require('../lib/objects');
+const { PHASES, attachPhases } = require('../lib/event_loop');
 
-// enum uv_phase (bpf/event_loop.h), in its order (the attach cookie of each
-// phase), which is the order libuv 1.45+ (Node.js 20+) runs them in
-const PHASES = [
-  ['pending', 'uv__run_pending'],
-  ['idle', 'uv__run_idle'],
-  ['prepare', 'uv__run_prepare'],
-  ['poll', 'uv__io_poll'],
-  ['check', 'uv__run_check'],
-  ['timers', 'uv__run_timers'],
-];
 const phaseName = (e) => e.replace(/^UV_PHASE_/, '').toLowerCase(); // UV_PHASE_TIMERS -> timers
 
 // the phases that begin an iteration: uv_run() loops over pending, idle,
@@ -73,40 +64,6 @@ class Iterations {
     for (const it of this.current.values()) this.onIteration(it);
     this.current.clear();
   }
-}
-
-/**
- * Attaches the entry and return programs to every phase function found,
- * with the phase as the cookie: one uprobe.multi link per binary and
- * direction (kernels 6.6+; detaching it is one operation, where ten uprobes
- * take the kernel ~2 s), or else a uprobe and a uretprobe per phase. Returns
- * first: every entry seen then has its return seen too.
- */
-function attachPhases(obj, pid, functions) {
-  const byBinary = new Map();
-  PHASES.forEach(([, fn], cookie) => {
-    const where = functions.get(fn);
-    if (!where) return;
-    if (!byBinary.has(where.binary)) byBinary.set(where.binary, []);
-    byBinary.get(where.binary).push({ fn, offset: where.fileOffset, cookie: BigInt(cookie) });
-  });
-  try {
-    for (const [binary, list] of byBinary) {
-      const [names, cookies] = [list.map((f) => f.fn), list.map((f) => f.cookie)];
-      obj.attachUprobeMulti(binary, names, obj.programs.handle_phase_return_multi, { pid, retprobe: true, cookies });
-      obj.attachUprobeMulti(binary, names, obj.programs.handle_phase_entry_multi, { pid, cookies });
-    }
-    return 'uprobe.multi';
-  } catch {
-    obj.detachAll();
-  }
-  for (const [binary, list] of byBinary) {
-    for (const { offset, cookie } of list) {
-      obj.attachUretprobe(binary, offset, obj.programs.handle_phase_return, { pid, cookie });
-      obj.attachUprobe(binary, offset, obj.programs.handle_phase_entry, { pid, cookie });
-    }
-  }
-  return 'uprobe';
 }
 
 function printHeader(opts, traced) {

@@ -200,6 +200,17 @@ class BpfMap {
   }
 
   /**
+   * Copies the bytes of a `BPF_F_MMAPABLE` array map, from byte `offset`,
+   * into `target` (its whole length), with no syscall: the map is mapped
+   * into the process on the first call. Value `i` is at `i *
+   * roundUp(valueSize, 8)`. For counters read often (a metrics scrape).
+   */
+  readMapped(target, offset = 0) {
+    this.#native.readMapped(target, offset);
+    return target;
+  }
+
+  /**
    * Every `[key, value]` pair of a hash map, removed as it is read: for
    * counters that the program keeps adding to, nothing is counted twice or
    * lost between the read and the delete.

@@ -6,11 +6,11 @@
 
 /** Helpers for your own tools, each typed (npm run build:types). */
 const PUBLIC_LIB = [
-  'args', 'compile', 'format', 'go', 'hist', 'latency', 'names', 'netns', 'objects', 'probes',
+  'args', 'compile', 'event_loop', 'format', 'go', 'hist', 'latency', 'names', 'netns', 'objects', 'probes',
   'procfs', 'pty', 'report', 'run', 'stacks', 'syscalls', 'target', 'trace_syscalls', 'typegen',
 ];
 
 /** The library's own machinery: reached through the entry, not by path. */
-const INTERNAL_LIB = ['buffer', 'cli', 'codec', 'dispatch', 'map', 'native', 'object'];
+const INTERNAL_LIB = ['buffer', 'cli', 'codec', 'dispatch', 'map', 'monitor', 'monitor_metrics', 'native', 'object', 'opentelemetry', 'prometheus'];
 
 module.exports = { PUBLIC_LIB, INTERNAL_LIB };

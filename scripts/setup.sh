@@ -4,8 +4,9 @@
 # autotools, flex, bison and gawk (the addon builds libbpf, libelf and zlib
 # from libbpf-sys's vendored sources and links them statically), bpftool
 # (the tests' leak checks), gcc (test binaries), systemtap-sdt-dev
-# (<sys/sdt.h>, for the USDT test binary); the npm dev dependencies; and
-# tracefs mounted.
+# (<sys/sdt.h>, for the USDT test binary), prometheus (the monitor's
+# end-to-end test scrapes with a real server); the npm dev dependencies;
+# and tracefs mounted.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -20,6 +21,7 @@ for tool in autoreconf:autoconf automake:automake autopoint:autopoint flex:flex 
 done
 command -v go >/dev/null || need+=(golang-go)
 command -v nft >/dev/null || need+=(nftables)
+command -v prometheus >/dev/null || need+=(prometheus)
 [ -f /usr/include/x86_64-linux-gnu/sys/sdt.h ] || [ -f /usr/include/sys/sdt.h ] || need+=(systemtap-sdt-dev)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
@@ -32,7 +34,7 @@ if [ ${#need[@]} -gt 0 ]; then
   apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
 
-if [ ! -x node_modules/.bin/napi ]; then
+if [ ! -x node_modules/.bin/napi ] || [ ! -d node_modules/prom-client ] || [ ! -d node_modules/@opentelemetry/sdk-metrics ]; then
   echo "setup: installing npm dev dependencies"
   npm install --no-audit --no-fund --loglevel=error >/dev/null
 fi

@@ -98,7 +98,10 @@ impl BpfError {
     };
     let mut message = format!("{what}: {}", describe(err));
     if code == Code::Permission {
-      message.push_str(" (BPF needs root, or CAP_BPF + CAP_PERFMON)");
+      message.push_str(
+        " (BPF needs root, or the capabilities CAP_BPF + CAP_PERFMON: in a systemd unit AmbientCapabilities=CAP_BPF CAP_PERFMON, \
+         by hand setpriv --inh-caps +bpf,+perfmon --ambient-caps +bpf,+perfmon ...)",
+      );
     }
     BpfError { code, message }
   }

@@ -23,6 +23,20 @@ pub fn tracefs_root() -> BpfResult<&'static str> {
       return Ok(root);
     }
   }
+  // mounted, but not readable by this user (tracefs is mode 0700, root's)
+  let unreadable = |root: &String| {
+    matches!(std::fs::metadata(Path::new(root).join("events")), Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied)
+  };
+  if let Some(root) = mounted_tracefs().filter(unreadable) {
+    return err(
+      Code::Permission,
+      format!(
+        "tracefs is mounted at {root} but this process may not read it (it is root's, mode 0700): tracepoints (SEC(\"tp/...\")) \
+         need it; use raw tracepoints instead (SEC(\"raw_tp/...\") or SEC(\"tp_btf/...\"), attachRawTracepoint), which need only \
+         CAP_BPF + CAP_PERFMON, or run as root, or let this user read tracefs (mount -o remount,mode=755 {root})"
+      ),
+    );
+  }
   let target = CString::new(TRACEFS).unwrap();
   let fstype = CString::new("tracefs").unwrap();
   // SAFETY: valid NUL-terminated strings, no data argument.
@@ -40,6 +54,48 @@ pub fn tracefs_root() -> BpfResult<&'static str> {
       "tracefs is not mounted and mounting it at {TRACEFS} failed ({why}); run as root: mount -t tracefs tracefs {TRACEFS}"
     ),
   )
+}
+
+/// Where tracefs is mounted (/proc/self/mounts), readable or not.
+fn mounted_tracefs() -> Option<String> {
+  let mounts = std::fs::read_to_string("/proc/self/mounts").ok()?;
+  mounts.lines().find_map(|line| {
+    let mut fields = line.split(' ');
+    let (_, dir, fstype) = (fields.next()?, fields.next()?, fields.next()?);
+    (fstype == "tracefs").then(|| dir.to_string())
+  })
+}
+
+/// The capabilities that matter to BPF that this process holds (effective
+/// set): `CAP_BPF`, `CAP_PERFMON`, `CAP_SYS_ADMIN`.
+fn bpf_capabilities() -> Vec<String> {
+  let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+  let eff = status
+    .lines()
+    .find_map(|l| l.strip_prefix("CapEff:"))
+    .and_then(|hex| u64::from_str_radix(hex.trim(), 16).ok())
+    .unwrap_or(0);
+  [(39, "CAP_BPF"), (38, "CAP_PERFMON"), (21, "CAP_SYS_ADMIN")]
+    .iter()
+    .filter(|(bit, _)| eff & (1u64 << bit) != 0)
+    .map(|(_, name)| name.to_string())
+    .collect()
+}
+
+/// Whether the kernel's BTF has the struct `name` (readable by anyone:
+/// tells what the kernel has when this process may not try it).
+fn kernel_has_struct(name: &str) -> bool {
+  let name = CString::new(name).unwrap();
+  // SAFETY: libbpf parses the kernel's BTF; we free it.
+  unsafe {
+    let btf = libbpf_sys::btf__load_vmlinux_btf();
+    if btf.is_null() {
+      return false;
+    }
+    let found = libbpf_sys::btf__find_by_name_kind(btf, name.as_ptr(), libbpf_sys::BTF_KIND_STRUCT) > 0;
+    libbpf_sys::btf__free(btf);
+    found
+  }
 }
 
 /// Whether the tracepoint `category:name` exists on this kernel.
@@ -108,7 +164,8 @@ pub fn tracepoint_instead_of(func: &str, retprobe: bool) -> Option<(String, Stri
 pub struct Features {
   /// The kernel's own BTF (/sys/kernel/btf/vmlinux): CO-RE works.
   pub btf: bool,
-  /// tracefs is (or could be) mounted: tracepoints can be attached.
+  /// The kernel has tracepoints (tracefs is mounted, or can be);
+  /// `notPermitted` says when this process may not attach them.
   pub tracepoints: bool,
   /// Where tracefs is mounted (`/sys/kernel/tracing`), when it is.
   pub tracefs: Option<String>,
@@ -124,6 +181,13 @@ pub struct Features {
   pub ring_buffer: bool,
   /// BPF_MAP_TYPE_PERF_EVENT_ARRAY maps.
   pub perf_buffer: bool,
+  /// Features the kernel has that this process may not use, with the
+  /// reason (`tracepoints: tracefs is not readable ...`): without CAP_BPF
+  /// (maps, programs), CAP_PERFMON (tracing), or where tracefs is root's.
+  pub not_permitted: Vec<String>,
+  /// The capabilities that matter to BPF held by this process:
+  /// `CAP_BPF`, `CAP_PERFMON`, `CAP_SYS_ADMIN` (root holds all three).
+  pub capabilities: Vec<String>,
   /// The kernel release (uname -r), for messages.
   pub release: String,
   /// How many values a per-CPU map holds (possible CPUs).
@@ -136,16 +200,47 @@ pub fn features() -> Features {
   crate::libbpf_log::install();
   // SAFETY: libbpf's probe makes and closes a map of its own; no options.
   let map_type = |t: libbpf_sys::bpf_map_type| unsafe { libbpf_sys::libbpf_probe_bpf_map_type(t, std::ptr::null()) } == 1;
+  let capabilities = bpf_capabilities();
+  let has = |cap: &str| capabilities.iter().any(|c| c == cap || c == "CAP_SYS_ADMIN");
+  let mut not_permitted = Vec::new();
+  let mut refused = |feature: &str, why: &str| not_permitted.push(format!("{feature}: {why}"));
+  let tracefs = tracefs_root();
+  let tracepoints = tracefs.is_ok() || mounted_tracefs().is_some();
+  if let Err(e) = &tracefs {
+    if e.code == Code::Permission {
+      refused("tracepoints", "tracefs is not readable by this process (use raw tracepoints, or run as root)");
+    }
+  }
+  // a map type the probe could not make: the kernel's BTF tells whether it has it
+  let mut map_feature = |feature: &str, t: libbpf_sys::bpf_map_type, kernel_struct: &str| {
+    if map_type(t) {
+      return true;
+    }
+    if has("CAP_BPF") || !kernel_has_struct(kernel_struct) {
+      return false;
+    }
+    refused(feature, "creating BPF maps needs CAP_BPF");
+    true
+  };
+  let ring_buffer = map_feature("ringBuffer", libbpf_sys::BPF_MAP_TYPE_RINGBUF, "bpf_ringbuf");
+  let perf_buffer = map_feature("perfBuffer", libbpf_sys::BPF_MAP_TYPE_PERF_EVENT_ARRAY, "bpf_event_entry");
+  if !has("CAP_BPF") {
+    refused("programs", "loading BPF programs needs CAP_BPF (and CAP_PERFMON to trace)");
+  } else if !has("CAP_PERFMON") {
+    refused("tracing", "tracing programs (tracepoints, raw tracepoints, uprobes, perf events) need CAP_PERFMON");
+  }
   Features {
     btf: Path::new("/sys/kernel/btf/vmlinux").exists(),
-    tracepoints: tracefs_root().is_ok(),
-    tracefs: tracefs_root().ok().map(str::to_string),
+    tracepoints,
+    tracefs: tracefs.ok().map(str::to_string).or_else(mounted_tracefs),
     kprobes: kprobes_available(),
     uprobes: Path::new("/sys/bus/event_source/devices/uprobe/type").exists(),
     fentry: fentry_loads(),
     uprobe_multi: uprobe_multi_available(),
-    ring_buffer: map_type(libbpf_sys::BPF_MAP_TYPE_RINGBUF),
-    perf_buffer: map_type(libbpf_sys::BPF_MAP_TYPE_PERF_EVENT_ARRAY),
+    ring_buffer,
+    perf_buffer,
+    not_permitted,
+    capabilities,
     release: std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default().trim().to_string(),
     possible_cpus: libbpf_rs::num_possible_cpus().unwrap_or(1) as u32,
   }

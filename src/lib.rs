@@ -19,4 +19,5 @@ mod poller;
 mod program;
 mod release;
 mod symbols;
+mod threads;
 mod tsfn;

@@ -372,3 +372,71 @@ impl NativeMap {
     Ok(native)
   }
 }
+
+/// A BPF_F_MMAPABLE array map mapped read-only into this process: its
+/// values are read with no syscall.
+pub(crate) struct Mapped {
+  ptr: *mut libc::c_void,
+  len: usize,
+}
+
+impl Mapped {
+  /// Maps the array `fd` (`len` bytes: max_entries values of value_size
+  /// rounded up to 8).
+  fn new(fd: i32, len: usize) -> std::io::Result<Self> {
+    // SAFETY: a fresh read-only shared mapping of a map fd; checked below.
+    let ptr = unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ, libc::MAP_SHARED, fd, 0) };
+    if ptr == libc::MAP_FAILED {
+      return Err(std::io::Error::last_os_error());
+    }
+    Ok(Mapped { ptr, len })
+  }
+}
+
+impl Drop for Mapped {
+  fn drop(&mut self) {
+    // SAFETY: our own mapping, unmapped once.
+    unsafe { libc::munmap(self.ptr, self.len) };
+  }
+}
+
+#[napi]
+impl NativeMap {
+  /// Copies the bytes of a BPF_F_MMAPABLE array map from `offset` into
+  /// `target` (all of it), through a mapping of the map into this process:
+  /// no syscall once mapped (the first call maps it). Values are
+  /// `valueSize` rounded up to 8 bytes apart. Counters the kernel is
+  /// bumping meanwhile are read as they are at that instant, each 8-byte
+  /// word whole.
+  #[napi]
+  pub fn read_mapped(&self, target: Buffer, offset: u32) -> Result<()> {
+    guard(|| {
+      let mut target = target;
+      let mut state = borrow(&self.state)?;
+      state.ensure_loaded()?;
+      if !state.mapped.contains_key(self.name()) {
+        let raw = state.raw_map(self.name()).ok_or_else(|| BpfError::new(Code::Closed, format!("map '{}' is closed", self.name())))?;
+        // SAFETY: a map of the live, loaded object.
+        let (flags, fd) = unsafe { (libbpf_sys::bpf_map__map_flags(raw), libbpf_sys::bpf_map__fd(raw)) };
+        if self.map_type != MapType::Array || flags & libbpf_sys::BPF_F_MMAPABLE == 0 {
+          return err(
+            Code::InvalidArg,
+            format!("readMapped() needs an array map declared with __uint(map_flags, BPF_F_MMAPABLE); map '{}' is a {} map", self.name(), self.info.r#type),
+          );
+        }
+        let len = (self.info.value_size as usize).div_ceil(8) * 8 * self.info.max_entries as usize;
+        let mapped = Mapped::new(fd, len).map_err(|e| BpfError::new(Code::Map, format!("map '{}': mapping it into memory: {e}", self.name())))?;
+        state.mapped.insert(self.name().to_string(), mapped);
+      }
+      let mapped = &state.mapped[self.name()];
+      let (offset, n) = (offset as usize, target.len());
+      if offset.checked_add(n).is_none_or(|end| end > mapped.len) {
+        return err(Code::InvalidValue, format!("map '{}': bytes {offset}..{} are outside its {} bytes", self.name(), offset + n, mapped.len));
+      }
+      // SAFETY: the range is inside the mapping (checked); the kernel may
+      // write to it meanwhile, which makes the bytes racy, not invalid.
+      unsafe { std::ptr::copy_nonoverlapping((mapped.ptr as *const u8).add(offset), target.as_mut_ptr(), n) };
+      Ok(())
+    })
+  }
+}

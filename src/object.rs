@@ -49,6 +49,9 @@ pub(crate) struct ObjectState {
   /// The ring and perf buffers opened on its maps (closed ones are pruned
   /// when the next one opens).
   pub buffers: Vec<Arc<Sink>>,
+  /// BPF_F_MMAPABLE array maps mapped into this process (`readMapped`),
+  /// unmapped at close: a mapping holds its map in the kernel.
+  pub mapped: BTreeMap<String, crate::map::Mapped>,
   next_id: u32,
 }
 
@@ -76,6 +79,7 @@ impl ObjectState {
       maps,
       links: BTreeMap::new(),
       buffers: Vec::new(),
+      mapped: BTreeMap::new(),
       next_id: 1,
     }
   }
@@ -256,6 +260,7 @@ impl ObjectState {
   /// and what the kernel holds (links, programs, maps) is returned, to be
   /// released off the JS thread (see src/release.rs).
   pub fn close(&mut self) -> Garbage {
+    self.mapped.clear();
     // buffers closed before (by their own close()) are waited for too
     let consumers = std::mem::take(&mut self.buffers)
       .iter()

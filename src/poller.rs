@@ -311,7 +311,10 @@ impl Poller {
     epoll_ctl(&epoll, libc::EPOLL_CTL_ADD, wake.as_raw_fd(), WAKE)?;
     let (commands, rx) = crossbeam_channel::unbounded();
     let thread_wake = wake.clone();
-    std::thread::Builder::new().name("node-libbpf-poller".into()).spawn(move || run(epoll, thread_wake, rx))?;
+    std::thread::Builder::new().name("node-libbpf-poller".into()).spawn(move || {
+      crate::threads::register("node-libbpf-poller");
+      run(epoll, thread_wake, rx)
+    })?;
     Ok(Poller { commands, wake })
   }
 

@@ -62,6 +62,7 @@ fn releaser() -> Option<&'static Sender<Job>> {
     .get_or_init(|| {
       let (tx, rx) = crossbeam_channel::unbounded::<Job>();
       let spawned = std::thread::Builder::new().name("node-libbpf-release".into()).spawn(move || {
+        crate::threads::register("node-libbpf-release");
         for (garbage, done) in rx {
           garbage.release();
           trim();
@@ -73,6 +74,11 @@ fn releaser() -> Option<&'static Sender<Job>> {
       spawned.ok().map(|_| tx)
     })
     .as_ref()
+}
+
+/// Starts the release thread now, if it is not running yet.
+pub(crate) fn start() {
+  releaser();
 }
 
 /// Gives the C heap's free pages back to the system (glibc keeps them, and

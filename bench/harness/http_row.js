@@ -36,6 +36,30 @@ function rateBetween(samples, from, to) {
   return (b.n - a.n) / (Number(b.t - a.t) / 1e9);
 }
 
+/**
+ * What the tracer cost, from the server's samples and the switches ({t,
+ * on}): each traced window (less its first SETTLE_MS) against the mean of
+ * the untraced ones around it. { loss (median), losses, traced, untraced
+ * (mean req/s), seconds (traced, counted) }.
+ */
+function pairedLoss(samples, switches) {
+  const windows = [];
+  for (let i = 0; i + 1 < switches.length; i++) {
+    windows.push({ on: switches[i].on, rate: rateBetween(samples, switches[i].t + BigInt(SETTLE_MS * 1e6), switches[i + 1].t) });
+  }
+  const losses = [];
+  const on = [];
+  const off = [];
+  windows.forEach((w, i) => {
+    (w.on ? on : off).push(w.rate);
+    if (!w.on || i === 0 || i + 1 >= windows.length) return;
+    const around = (windows[i - 1].rate + windows[i + 1].rate) / 2;
+    if (Number.isFinite(w.rate) && Number.isFinite(around)) losses.push(1 - w.rate / around);
+  });
+  const mean = (xs) => xs.filter(Number.isFinite).reduce((a, b) => a + b, 0) / xs.filter(Number.isFinite).length;
+  return { loss: median(losses), losses, traced: mean(on), untraced: mean(off), seconds: (on.length * (TOGGLE_MS - SETTLE_MS)) / 1000 };
+}
+
 /** Runs syscall_toggle.js KIND on `pid` for `rounds` on/off pairs; the req/s of each window. */
 async function toggled(server, kind, pid, rounds) {
   const seconds = (rounds * 2 * TOGGLE_MS) / 1000;
@@ -45,23 +69,8 @@ async function toggled(server, kind, pid, rounds) {
     const done = json(await waitLine(t, /"done":true/, seconds * 1000 * (kind === 'bpftrace' ? 4 : 1) + 60_000));
     const switches = t.lines.map((l) => l.line).filter((l) => l.startsWith('{"t"')).map((l) => JSON.parse(l)).map((x) => ({ t: BigInt(x.t), on: x.on }));
     await sleep(100); // the server's sample after the last switch
-    const samples = servedSamples(server);
-    const windows = [];
-    for (let i = 0; i + 1 < switches.length; i++) {
-      windows.push({ on: switches[i].on, rate: rateBetween(samples, switches[i].t + BigInt(SETTLE_MS * 1e6), switches[i + 1].t) });
-    }
-    // each traced window against the mean of the untraced ones around it
-    const losses = [];
-    const on = [];
-    const off = [];
-    windows.forEach((w, i) => {
-      (w.on ? on : off).push(w.rate);
-      if (!w.on || i === 0 || i + 1 >= windows.length) return;
-      const around = (windows[i - 1].rate + windows[i + 1].rate) / 2;
-      if (Number.isFinite(w.rate) && Number.isFinite(around)) losses.push(1 - w.rate / around);
-    });
-    const mean = (xs) => xs.filter(Number.isFinite).reduce((a, b) => a + b, 0) / xs.filter(Number.isFinite).length;
-    return { kind, loss: median(losses), losses, traced: mean(on), untraced: mean(off), calls: done.calls, lost: done.lost, cpu_s: done.cpu_s, seconds: on.length * (TOGGLE_MS - SETTLE_MS) / 1000 };
+    const { loss, losses, traced, untraced, seconds: tracedSeconds } = pairedLoss(servedSamples(server), switches);
+    return { kind, loss, losses, traced, untraced, calls: done.calls, lost: done.lost, cpu_s: done.cpu_s, seconds: tracedSeconds };
   } finally {
     await stop(t, 'SIGTERM');
   }
@@ -101,4 +110,4 @@ async function httpRow(tools, rounds) {
   }
 }
 
-module.exports = { httpRow };
+module.exports = { httpRow, pairedLoss, servedSamples, TOGGLE_MS };
