@@ -45,6 +45,15 @@ export declare class BpfProgram {
    * not loaded yet).
    */
   get stats(): ProgramStats
+  /**
+   * Whether the program goes into the kernel when the object loads
+   * (default true; false for `SEC("?...")` programs). A program that is
+   * not loaded cannot be attached: how an object carries fallbacks for
+   * other kernels, loading only the ones the running kernel can take.
+   */
+  get autoload(): boolean
+  /** Sets `autoload`, before the object loads (ERR_BPF_READ_ONLY after). */
+  set autoload(autoload: boolean)
 }
 
 /** The native side of an open ring or perf buffer (lib/buffer.js wraps it). */
@@ -190,6 +199,13 @@ export declare class ObjectHandle {
   get globals(): Array<GlobalInfo>
   /** A map by name (loads the object if it is not loaded yet). */
   map(name: string): NativeMap
+  /**
+   * Whether the map is made when the object loads (default true). A map
+   * of a type the kernel lacks (task storage before 5.11) is left out this
+   * way, with the programs that use it left out or branching around it.
+   * Only before load (ERR_BPF_READ_ONLY after).
+   */
+  setMapAutocreate(name: string, autocreate: boolean): void
   /**
    * The object's maps (data-section maps excluded) with their types and
    * layouts; no load needed.
@@ -349,6 +365,25 @@ export interface Features {
   ringBuffer: boolean
   /** BPF_MAP_TYPE_PERF_EVENT_ARRAY maps. */
   perfBuffer: boolean
+  /**
+   * Task storage from tracing programs (BPF_MAP_TYPE_TASK_STORAGE and
+   * `bpf_task_storage_get`, Linux 5.11): without it, the syscall tools keep
+   * a thread's call in a hash keyed by thread.
+   */
+  taskStorage: boolean
+  /**
+   * `bpf_get_attach_cookie` in kprobe, uprobe and tracepoint programs
+   * (Linux 5.15): without it, attach calls take no `cookie`, and funccount
+   * and trace_event_loop tell their probes apart otherwise.
+   */
+  attachCookie: boolean
+  /** `bpf_loop` (Linux 5.17). */
+  bpfLoop: boolean
+  /**
+   * BPF atomic instructions that return the old value (`x =
+   * __sync_fetch_and_add(...)`, Linux 5.12).
+   */
+  atomicFetch: boolean
   /** The kernel release (uname -r), for messages. */
   release: string
   /** How many values a per-CPU map holds (possible CPUs). */

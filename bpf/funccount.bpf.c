@@ -5,6 +5,7 @@
  * deletes) them. */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
+#include "compat.bpf.h"
 #include <bpf/bpf_core_read.h>
 #include "funccount.h"
 
@@ -75,14 +76,14 @@ static __always_inline int count_syscall(void *map, __u32 nr)
 SEC("tp")
 int handle_tracepoint(void *ctx)
 {
-	return count_hit(bpf_get_attach_cookie(ctx));
+	return count_hit(attach_cookie(ctx));
 }
 
 /* every uprobe (u:library:function), and kprobes where the kernel has them */
 SEC("uprobe")
 int handle_uprobe(void *ctx)
 {
-	return count_hit(bpf_get_attach_cookie(ctx));
+	return count_hit(attach_cookie(ctx));
 }
 
 /* sys_enter(struct pt_regs *regs, long id) */

@@ -11,6 +11,7 @@ const bpf = require('..');
 const { parseArgs } = require('./args');
 const { traceTarget, untilStopped } = require('./target');
 const { LatencySummary } = require('./latency');
+const { chooseThreadStorage } = require('./compat');
 
 /**
  * Traces the syscalls `syscalls` of `--pid N` or of the workload script
@@ -28,6 +29,7 @@ async function traceSyscalls({ description, object, workload, nodeArgs = [], sys
   let obj, events;
   try {
     obj = bpf.loadBpfProgram(object);
+    chooseThreadStorage(obj);
     obj.setGlobalVariable('target_pid', target.pid);
     for (const name of syscalls) {
       obj.attachTracepoint('syscalls', `sys_enter_${name}`, obj.programs[`handle_enter_${name}`]);

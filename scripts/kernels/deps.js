@@ -56,15 +56,25 @@ function ensureBuilt() {
 }
 
 /**
- * Builds every __test__/fixtures/*.c on the host, as the tests would
- * (helpers.buildFixture): the VM has no gcc. Returns the binaries.
+ * Fixtures the tests build with extra flags as well (symbols.test.js: the
+ * same C++ source with three forms of DWARF).
+ */
+const FIXTURE_FLAGS = {
+  member_offsets: [['-gdwarf-4'], ['-gdwarf-5'], ['-gdwarf-2', '-gstrict-dwarf']],
+};
+
+/**
+ * Builds every __test__/fixtures/*.c and *.cpp on the host, as the tests
+ * would (helpers.buildFixture), with FIXTURE_FLAGS' variants: the VM has no
+ * gcc or g++. Returns the binaries.
  */
 function prebuildFixtures() {
   const { buildFixture } = require('../../__test__/helpers');
   return fs
     .readdirSync(path.join(ROOT, '__test__', 'fixtures'))
-    .filter((f) => f.endsWith('.c'))
-    .map((f) => buildFixture(f.slice(0, -2)));
+    .map((f) => /^(.*)\.(c|cpp)$/.exec(f)?.[1])
+    .filter(Boolean)
+    .flatMap((name) => [buildFixture(name), ...(FIXTURE_FLAGS[name] ?? []).map((flags) => buildFixture(name, flags))]);
 }
 
 module.exports = { ensureTools, ensureBuilt, prebuildFixtures };

@@ -1,21 +1,27 @@
 'use strict';
 // The kernels to test on, and fetching a Debian kernel: `apt-get download`
 // of its linux-image package, `dpkg-deb` to take /boot/vmlinuz-* out of it
-// (nothing is installed), cached in .cache/kernels/<id>/.
+// (nothing is installed), cached in .cache/kernels/<id>/. A kernel of a
+// Debian release the host's apt does not list (bullseye's 5.10 on a
+// bookworm host) comes through an apt of its own: its sources list, lists
+// and cache under .cache/kernels/apt-<suite>/, so the host's apt is left
+// as it was.
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { CACHE, log, run } = require('./common');
 
 /**
- * The kernels: the host's own (its tests run natively: it is not booted)
- * and Debian 12's 6.1 LTS, the newest linux-image-6.1.0-N-amd64 that apt
- * knows, booted under qemu (TCG). Debian 12's 6.12 (bookworm-security)
- * runs only when asked for: KERNELS=host,debian-6.1,debian-6.12.
+ * The kernels: the host's own (its tests run natively: it is not booted),
+ * Debian 12's 6.1 LTS, the newest linux-image-6.1.0-N-amd64 that apt
+ * knows, and Debian 11's 5.10 LTS (bullseye, through an apt of its own),
+ * booted under qemu (TCG). Debian 12's 6.12 (bookworm-security) runs only
+ * when asked for: KERNELS=host,debian-6.1,debian-5.10,debian-6.12.
  */
 const KERNELS = [
   { id: 'host', host: true },
   { id: 'debian-6.1', prefix: 'linux-image-6.1.0-', pattern: /^linux-image-6\.1\.0-(\d+)-amd64$/ },
+  { id: 'debian-5.10', suite: 'bullseye', prefix: 'linux-image-5.10.0-', pattern: /^linux-image-5\.10\.0-(\d+)-amd64$/ },
   { id: 'debian-6.12', optional: true, prefix: 'linux-image-6.12.', pattern: /^linux-image-6\.12\.(\d+)\+deb12-amd64$/ },
 ];
 
@@ -28,9 +34,45 @@ function selectedKernels() {
   return KERNELS.filter((k) => wanted.includes(k.id));
 }
 
+/** Debian's archive (main and security) for a suite apt is not set up for. */
+const ARCHIVE = 'http://deb.debian.org/debian';
+const KEYRING = '/usr/share/keyrings/debian-archive-keyring.gpg';
+
+/**
+ * apt's options for `kernel`: none for the host's own sources; for a kernel
+ * of another suite, a sources list with that suite (main and security),
+ * and lists, state and cache of its own under .cache/kernels/apt-<suite>/
+ * (made here), so that neither the host's sources nor its package lists
+ * change.
+ */
+function aptOptions(kernel) {
+  if (!kernel.suite) return [];
+  const dir = path.join(CACHE, `apt-${kernel.suite}`);
+  const etc = path.join(dir, 'etc');
+  for (const d of [path.join(etc, 'sources.list.d'), path.join(etc, 'preferences.d'), path.join(dir, 'state', 'lists', 'partial'), path.join(dir, 'cache', 'archives', 'partial')]) {
+    fs.mkdirSync(d, { recursive: true });
+  }
+  const list = path.join(etc, 'sources.list');
+  fs.writeFileSync(
+    list,
+    `deb [signed-by=${KEYRING}] ${ARCHIVE} ${kernel.suite} main\n` +
+      `deb [signed-by=${KEYRING}] ${ARCHIVE}-security ${kernel.suite}-security main\n`,
+  );
+  fs.writeFileSync(path.join(dir, 'state', 'status'), '', { flag: 'a' });
+  return [
+    '-o', `Dir::Etc=${etc}`,
+    '-o', `Dir::Etc::sourcelist=${list}`,
+    '-o', `Dir::Etc::sourceparts=${path.join(etc, 'sources.list.d')}`,
+    '-o', `Dir::Etc::preferencesparts=${path.join(etc, 'preferences.d')}`,
+    '-o', `Dir::State=${path.join(dir, 'state')}`,
+    '-o', `Dir::State::status=${path.join(dir, 'state', 'status')}`,
+    '-o', `Dir::Cache=${path.join(dir, 'cache')}`,
+  ];
+}
+
 /** Package names matching the kernel's pattern, newest ABI first. */
 function candidates(kernel) {
-  const names = run('apt-cache', ['pkgnames', kernel.prefix]).split('\n');
+  const names = run('apt-cache', [...aptOptions(kernel), 'pkgnames', kernel.prefix]).split('\n');
   return names
     .map((n) => [n, kernel.pattern.exec(n)])
     .filter(([, m]) => m)
@@ -52,10 +94,13 @@ function fetchKernel(kernel) {
   let names = candidates(kernel);
   if (names.length === 0) {
     log('apt-get update (to find the kernel package)');
-    run('apt-get', ['update', '-qq'], { stdio: ['ignore', 'ignore', 'inherit'] });
+    run('apt-get', [...aptOptions(kernel), '-o', 'APT::Sandbox::User=root', 'update', '-qq'], { stdio: ['ignore', 'ignore', 'inherit'] });
     names = candidates(kernel);
   }
-  if (names.length === 0) throw new Error(`apt knows no package like ${kernel.pattern} (is this Debian 12 with its main archive in sources.list?)`);
+  if (names.length === 0) {
+    const where = kernel.suite ? `Debian's ${kernel.suite} (${ARCHIVE}, through .cache/kernels/apt-${kernel.suite}/)` : "the host's apt sources (is this Debian 12 with its main archive in sources.list?)";
+    throw new Error(`no package like ${kernel.pattern} in ${where}`);
+  }
 
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'node-libbpf-kernel-'));
   try {
@@ -63,7 +108,7 @@ function fetchKernel(kernel) {
     for (const name of names) {
       try {
         log(`downloading ${name} (apt-get download)`);
-        run('apt-get', ['download', '-qq', '-o', 'APT::Sandbox::User=root', name], { cwd: work });
+        run('apt-get', [...aptOptions(kernel), 'download', '-qq', '-o', 'APT::Sandbox::User=root', name], { cwd: work });
         deb = fs.readdirSync(work).find((f) => f.endsWith('.deb'));
         if (deb) break;
       } catch (e) {
