@@ -76,6 +76,7 @@ async function main() {
       uprobe: 'handle_uprobe',
       syscalls: { enter: 'handle_sys_enter', exit: 'handle_sys_exit', enterMap: 'enter_probes', exitMap: 'exit_probes' },
       pid: target.pid,
+      noCookies: { tracepointMap: 'tracepoint_probes' },
     });
     for (const { probe, error } of attached.failed) console.error(`funccount: not counting ${probe.label}: ${error.message}`);
     console.error(`Counting ${list.length - attached.failed.length} probes for ${opts.positionals.map((s) => `"${s}"`).join(' ')}`);
@@ -85,7 +86,9 @@ async function main() {
     });
     collect();
     // runs the kernel skipped: hits that no count has
-    const missed = Object.values(obj.programs).reduce((n, p) => n + p.stats.recursionMisses, 0);
+    const missed = Object.values(obj.programs)
+      .filter((p) => p.autoload)
+      .reduce((n, p) => n + p.stats.recursionMisses, 0);
     report(clock.end(), tally.totals(), { missed });
   } finally {
     target.stop();
