@@ -36,7 +36,9 @@ test('close() frees every program, link and map of the object', async () => {
   perf.attachPerfEvent('handle_cpu_clock', { frequency: 10 });
   const during = kernelIds();
   assert.ok(added(before.progs, during.progs).length >= 3, 'programs were loaded');
-  assert.ok(added(before.links, during.links).length >= 2, 'links were made');
+  // tracepoint attachments are BPF links since 5.15 (with attach cookies);
+  // before, the perf event holds the program and bpftool lists no link
+  if (bpf.features().attachCookie) assert.ok(added(before.links, during.links).length >= 2, 'links were made');
   obj.close();
   perf.close();
   await assertNoneLeft(before);
@@ -82,8 +84,9 @@ test('a closed object lets the process exit at once, an open buffer keeps it ali
   const open = await run('');
   assert.strictEqual(open.signal, 'SIGKILL', 'an open buffer keeps the process alive');
   const closed = await run('obj.close();');
+  // exited by itself, before the kill at 1.5 s (closed.ms also counts the
+  // exit event's delivery, late under qemu TCG)
   assert.strictEqual(closed.signal, null);
-  assert.ok(closed.ms < 1500);
   const bufferClosed = await run('rb.close();');
   assert.strictEqual(bufferClosed.signal, null);
   const unrefd = await run('rb.unref();');

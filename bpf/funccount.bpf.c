@@ -86,12 +86,13 @@ struct {
 SEC("tp")
 int handle_tracepoint(void *ctx)
 {
-	__u32 id;
+	__u32 id = 0;
 	__u64 *probe;
 
 	if (HAVE_ATTACH_COOKIE)
 		return count_hit(bpf_get_attach_cookie(ctx));
-	id = ((struct trace_entry *)ctx)->type;
+	/* the common fields are no part of the context a program may read */
+	bpf_probe_read_kernel(&id, sizeof(unsigned short), &((struct trace_entry *)ctx)->type);
 	probe = bpf_map_lookup_elem(&tracepoint_probes, &id);
 	return probe && *probe ? count_hit(*probe - 1) : 0;
 }

@@ -85,7 +85,8 @@ async function main() {
 
   const booted = kernels.filter((k) => !k.host);
   const images = booted.map((k) => ({ kernel: k, ...fetchKernel(k) }));
-  const initrd = booted.length ? buildInitramfs({ fixtures }).path : null;
+  const modules = images.map((img) => ({ release: img.release, dir: img.modules }));
+  const initrd = booted.length ? buildInitramfs({ fixtures, modules }).path : null;
 
   for (const k of kernels.filter((x) => x.host)) {
     const release = os.release();

@@ -7,7 +7,7 @@ const path = require('node:path');
 const { execFileSync } = require('node:child_process');
 const { ROOT, log, run, have } = require('./common');
 
-/** Debian packages of the host tools: [package, present?]. */
+/** Debian packages of the host tools that are missing. */
 function missingPackages() {
   const need = [];
   const dpkgHas = (pkg) => {
@@ -25,6 +25,8 @@ function missingPackages() {
   if (!have('bpftool')) need.push('bpftool');
   if (!have('nm') || !have('readelf')) need.push('binutils');
   if (!have('dpkg-deb') || !have('apt-get')) need.push('dpkg');
+  // cachestat's test makes a vfat image in the VM (busybox has no mkfs.vfat)
+  if (!have('mkfs.vfat')) need.push('dosfstools');
   return need;
 }
 

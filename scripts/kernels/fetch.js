@@ -89,7 +89,8 @@ function fetchKernel(kernel) {
   const dir = path.join(CACHE, kernel.id);
   const vmlinuz = path.join(dir, 'vmlinuz');
   const meta = path.join(dir, 'kernel.json');
-  if (fs.existsSync(vmlinuz) && fs.existsSync(meta)) return { vmlinuz, ...JSON.parse(fs.readFileSync(meta, 'utf8')) };
+  const modules = path.join(dir, 'modules');
+  if (fs.existsSync(vmlinuz) && fs.existsSync(meta) && fs.existsSync(modules)) return { vmlinuz, modules, ...JSON.parse(fs.readFileSync(meta, 'utf8')) };
 
   let names = candidates(kernel);
   if (names.length === 0) {
@@ -118,7 +119,7 @@ function fetchKernel(kernel) {
     if (!deb) throw new Error(`could not download any of ${names.join(', ')}`);
     const root = path.join(work, 'x');
     fs.mkdirSync(root);
-    run('sh', ['-c', 'dpkg-deb --fsys-tarfile "$1" | tar -x -C "$2" ./boot', 'sh', path.join(work, deb), root]);
+    run('sh', ['-c', 'dpkg-deb --fsys-tarfile "$1" | tar -x -C "$2" ./boot ./lib/modules', 'sh', path.join(work, deb), root]);
     const image = fs.readdirSync(path.join(root, 'boot')).find((f) => f.startsWith('vmlinuz-'));
     if (!image) throw new Error(`${deb} has no /boot/vmlinuz-*`);
     const release = image.slice('vmlinuz-'.length);
@@ -127,12 +128,35 @@ function fetchKernel(kernel) {
     const config = path.join(root, 'boot', `config-${release}`);
     if (fs.existsSync(config)) fs.copyFileSync(config, path.join(dir, 'config'));
     fs.renameSync(`${vmlinuz}.partial`, vmlinuz);
+    copyModules(path.join(root, 'lib', 'modules', release, 'kernel'), modules);
     const info = { release, package: deb.replace(/\.deb$/, '') };
     fs.writeFileSync(meta, `${JSON.stringify(info, null, 2)}\n`);
-    return { vmlinuz, ...info };
+    return { vmlinuz, modules, ...info };
   } finally {
     fs.rmSync(work, { recursive: true, force: true });
   }
+}
+
+/**
+ * The modules /init loads (insmod, in this order) for a filesystem on a
+ * block device: cachestat's test needs a page cache in front of a disk,
+ * which the initramfs (tmpfs) is not. Debian builds them as modules.
+ */
+const MODULES = ['drivers/block/loop.ko', 'fs/fat/fat.ko', 'fs/fat/vfat.ko', 'fs/nls/nls_cp437.ko', 'fs/nls/nls_ascii.ko', 'fs/nls/nls_utf8.ko'];
+
+/** Copies MODULES (uncompressed or .xz) from a kernel package's tree into `dest`. */
+function copyModules(tree, dest) {
+  fs.rmSync(dest, { recursive: true, force: true });
+  fs.mkdirSync(`${dest}.partial`, { recursive: true });
+  for (const rel of MODULES) {
+    const src = [rel, `${rel}.xz`].map((r) => path.join(tree, r)).find((p) => fs.existsSync(p));
+    if (!src) throw new Error(`the kernel package has no ${rel}`);
+    const out = path.join(`${dest}.partial`, path.basename(rel));
+    if (src.endsWith('.xz')) fs.writeFileSync(out, run('xz', ['-dc', src], { encoding: 'buffer' }));
+    else fs.copyFileSync(src, out);
+  }
+  fs.writeFileSync(path.join(`${dest}.partial`, 'order'), `${MODULES.map((m) => path.basename(m)).join('\n')}\n`);
+  fs.renameSync(`${dest}.partial`, dest);
 }
 
 module.exports = { KERNELS, selectedKernels, fetchKernel };
