@@ -2,8 +2,8 @@
 /* funccount: counts the hits of many probes with one program per kind of
  * probe: the attach cookie (or, for syscalls, the syscall number) tells the
  * probes apart (before 5.15, without cookies: a tracepoint's event id, and
- * a program per uprobe); the counts stay in the kernel until user space reads (and
- * deletes) them. */
+ * a program per uprobe); the counts only grow, and user space takes
+ * differences (a delete beside a program's add would lose the add). */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include "compat.bpf.h"
