@@ -43,24 +43,31 @@ function cachestat(args) {
   return { child, ready, done };
 }
 
-/** A directory on a disk-backed filesystem: a loop-mounted vfat image if this works here, else the temporary directory. */
+/**
+ * A directory on a disk-backed filesystem: a loop-mounted vfat image if this
+ * works here, else the temporary directory. `{ dir, remove() }`.
+ */
 function pageCacheDir(t) {
   const base = fs.mkdtempSync(path.join(os.tmpdir(), 'node-libbpf-cachestat-'));
-  t.after(() => fs.rmSync(base, { recursive: true, force: true }));
   const image = path.join(base, 'disk.img');
   const mnt = path.join(base, 'mnt');
   fs.mkdirSync(mnt);
+  let mounted = false;
+  const remove = () => {
+    if (mounted) execFileSync('umount', [mnt]);
+    fs.rmSync(base, { recursive: true, force: true });
+  };
   try {
     fs.writeFileSync(image, '');
     fs.truncateSync(image, 32 << 20);
     execFileSync('mkfs.vfat', [image], { stdio: 'ignore' });
     execFileSync('mount', ['-o', 'loop', image, mnt], { stdio: 'ignore' });
-    t.after(() => execFileSync('umount', [mnt]));
+    mounted = true;
     t.diagnostic('the file is on a loop-mounted vfat image');
-    return mnt;
+    return { dir: mnt, remove };
   } catch (e) {
     t.diagnostic(`no loop-mounted vfat here (${e.message.split('\n')[0]}): the file is in ${os.tmpdir()}`);
-    return base;
+    return { dir: base, remove };
   }
 }
 
@@ -77,9 +84,16 @@ test('a kernel with neither kprobes nor fentry: ENOTSUP saying so', { skip: canR
 });
 
 test(`a file of ${PAGES} pages read cold misses about ${PAGES} pages; read again, it hits about ${PAGES}`, { skip: !canRun && 'this kernel has neither kprobes nor fentry: the ENOTSUP test runs instead' }, async (t) => {
-  const file = path.join(pageCacheDir(t), 'data.bin');
+  const where = pageCacheDir(t);
+  const file = path.join(where.dir, 'data.bin');
   const reader = spawn(buildFixture('cache_reader'), [file, String(PAGES)], { stdio: ['pipe', 'pipe', 'inherit'] });
-  t.after(() => reader.kill());
+  const exited = new Promise((resolve) => reader.on('exit', resolve));
+  // the reader's file closed before the image is unmounted
+  t.after(async () => {
+    reader.kill();
+    await exited;
+    where.remove();
+  });
   const lines = [];
   let waiting;
   reader.stdout.setEncoding('utf8').on('data', (d) => {
