@@ -99,7 +99,7 @@ test('every BPF object of the project loads here (CO-RE relocations, this kernel
   const failed = [];
   const variants = [];
   for (const file of paths) {
-    // every program, the fallbacks (SEC("?...")) too; objects with per-thread
+    // every program, and the uprobe fallbacks (SEC("?uprobe")); objects with per-thread
     // storage load with each kind of it (compat.bpf.h): task storage only
     // where the kernel has it
     const opened = bpf.loadBpfProgram(file);
@@ -108,7 +108,9 @@ test('every BPF object of the project loads here (CO-RE relocations, this kernel
     for (const task of storage ? [false, ...(features.taskStorage ? [true] : [])] : [null]) {
       const obj = bpf.loadBpfProgram(file);
       try {
-        for (const prog of Object.values(obj.programs)) prog.autoload = true;
+        // the fallbacks of user-space probes too; those of kernel functions
+        // and tracepoints only where this kernel has them (their tools choose)
+        for (const prog of Object.values(obj.programs)) if (/^u(ret)?probe/.test(prog.section)) prog.autoload = true;
         if (task !== null) {
           obj.setGlobalVariable('use_task_storage', task);
           obj.setMapAutocreate('starts', task);
