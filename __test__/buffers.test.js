@@ -89,7 +89,9 @@ test('perf buffer: every record received or reported lost, with a byte watermark
   await waitForProgress(() => seqs.length + lost, N);
   pb.close();
   t.diagnostic(`perf buffer: ${seqs.length} received, ${lost} lost, traced loop ${nsPerCall} ns per call`);
-  assert.strictEqual(obj.getGlobalVariable('perf_errors'), 0n);
+  // a record the kernel could not write is a failed bpf_perf_event_output()
+  // and one the buffer reports lost: none natively, some under qemu TCG
+  assert.strictEqual(Number(obj.getGlobalVariable('perf_errors')), TCG ? lost : 0);
   assert.strictEqual(seqs.length + lost, N);
   assert.strictEqual(pb.received + pb.lost, N);
   checkSeqs(seqs, N);

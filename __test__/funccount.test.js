@@ -113,7 +113,7 @@ describe('examples/funccount.js', { skip, timeout: 5 * TIMEOUT_MS }, () => {
         return [probe, Number(count)];
       }),
     );
-    assert.equal(rows.get('sched:sched_process_fork'), K, 'a fork per child');
+    assert.equal(rows.get('sched:sched_process_fork'), K, `a fork per child:\n${stdout}`);
     assert.equal(rows.get('task:task_newtask'), K, 'a new task per child');
     assert.equal(rows.get('sched:sched_process_wait'), K, 'a wait per child');
     assert.equal(rows.get('sched:sched_process_exit'), 1, 'the children exit as processes of their own: only the fixture counts');

@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* funccount: counts the hits of many probes with one program per kind of
  * probe: the attach cookie (or, for syscalls, the syscall number) tells the
- * probes apart (before 5.15, without cookies: a tracepoint's event id, and
- * a program per uprobe); the counts only grow, and user space takes
+ * probes apart (before 5.15, without cookies: a program per probe); the counts only grow, and user space takes
  * differences (a delete beside a program's add would lose the add). */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -73,28 +72,11 @@ static __always_inline int count_syscall(void *map, __u32 nr)
 	return probe && *probe ? count_hit(*probe - 1) : 0;
 }
 
-/* kernels without attach cookies (before 5.15): a tracepoint's event id
- * (its records' common_type) -> the probe's index + 1 */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 4096);
-	__type(key, __u32);
-	__type(value, __u64);
-} tracepoint_probes SEC(".maps");
-
 /* every tracepoint (t:category:name) */
 SEC("tp")
 int handle_tracepoint(void *ctx)
 {
-	__u32 id = 0;
-	__u64 *probe;
-
-	if (HAVE_ATTACH_COOKIE)
-		return count_hit(bpf_get_attach_cookie(ctx));
-	/* the common fields are no part of the context a program may read */
-	bpf_probe_read_kernel(&id, sizeof(unsigned short), &((struct trace_entry *)ctx)->type);
-	probe = bpf_map_lookup_elem(&tracepoint_probes, &id);
-	return probe && *probe ? count_hit(*probe - 1) : 0;
+	return count_hit(attach_cookie(ctx));
 }
 
 /* every uprobe (u:library:function), and kprobes where the kernel has them */
@@ -104,15 +86,18 @@ int handle_uprobe(void *ctx)
 	return count_hit(attach_cookie(ctx));
 }
 
-/* kernels without attach cookies: a program per uprobe or kprobe, its
- * index built in, loaded only when user space asks (SEC("?...")) */
-#define UPROBE_SLOT(n)							\
-	SEC("?uprobe") int handle_uprobe_##n(void *ctx) { return count_hit(n); }
+/* kernels without attach cookies: a program per probe, its index built
+ * in, loaded only when user space asks (SEC("?...")); a tracepoint's
+ * common_type cannot tell them apart either (the kernel puts pt_regs in
+ * the first 8 bytes of the record it hands the program) */
+#define PROBE_SLOT(n)							\
+	SEC("?uprobe") int handle_uprobe_##n(void *ctx) { return count_hit(n); } \
+	SEC("?tp") int handle_tracepoint_##n(void *ctx) { return count_hit(n); }
 
-UPROBE_SLOT(0) UPROBE_SLOT(1) UPROBE_SLOT(2) UPROBE_SLOT(3) UPROBE_SLOT(4) UPROBE_SLOT(5) UPROBE_SLOT(6) UPROBE_SLOT(7)
-UPROBE_SLOT(8) UPROBE_SLOT(9) UPROBE_SLOT(10) UPROBE_SLOT(11) UPROBE_SLOT(12) UPROBE_SLOT(13) UPROBE_SLOT(14) UPROBE_SLOT(15)
-UPROBE_SLOT(16) UPROBE_SLOT(17) UPROBE_SLOT(18) UPROBE_SLOT(19) UPROBE_SLOT(20) UPROBE_SLOT(21) UPROBE_SLOT(22) UPROBE_SLOT(23)
-UPROBE_SLOT(24) UPROBE_SLOT(25) UPROBE_SLOT(26) UPROBE_SLOT(27) UPROBE_SLOT(28) UPROBE_SLOT(29) UPROBE_SLOT(30) UPROBE_SLOT(31)
+PROBE_SLOT(0) PROBE_SLOT(1) PROBE_SLOT(2) PROBE_SLOT(3) PROBE_SLOT(4) PROBE_SLOT(5) PROBE_SLOT(6) PROBE_SLOT(7)
+PROBE_SLOT(8) PROBE_SLOT(9) PROBE_SLOT(10) PROBE_SLOT(11) PROBE_SLOT(12) PROBE_SLOT(13) PROBE_SLOT(14) PROBE_SLOT(15)
+PROBE_SLOT(16) PROBE_SLOT(17) PROBE_SLOT(18) PROBE_SLOT(19) PROBE_SLOT(20) PROBE_SLOT(21) PROBE_SLOT(22) PROBE_SLOT(23)
+PROBE_SLOT(24) PROBE_SLOT(25) PROBE_SLOT(26) PROBE_SLOT(27) PROBE_SLOT(28) PROBE_SLOT(29) PROBE_SLOT(30) PROBE_SLOT(31)
 
 /* sys_enter(struct pt_regs *regs, long id) */
 SEC("raw_tp/sys_enter")

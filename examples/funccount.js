@@ -88,7 +88,7 @@ async function main() {
       uprobe: 'handle_uprobe',
       syscalls: { enter: 'handle_sys_enter', exit: 'handle_sys_exit', enterMap: 'enter_probes', exitMap: 'exit_probes' },
       pid: target.pid,
-      noCookies: { tracepointMap: 'tracepoint_probes' },
+      perProbeWithoutCookies: true,
     });
     for (const { probe, error } of attached.failed) console.error(`funccount: not counting ${probe.label}: ${error.message}`);
     console.error(`Counting ${list.length - attached.failed.length} probes for ${opts.positionals.map((s) => `"${s}"`).join(' ')}`);

@@ -228,33 +228,30 @@ function expand(specs, { pid, bpf = require('..') } = {}) {
  * a minute to detach; two raw tracepoints take nothing.
  *
  * Kernels without attach cookies (before 5.15; `bpf.features().attachCookie`)
- * attach without them; with `noCookies` (for an object that counts by
- * probe), each uprobe or kprobe i attaches to the program
- * `${programs.uprobe}_${i}` (made loadable here, before load), and each
- * tracepoint's event id is set to index + 1 in the map
- * `noCookies.tracepointMap`.
+ * attach without them; with `perProbeWithoutCookies` (an object that counts
+ * by probe), probe i attaches there to the program `${tracepoint}_${i}` or
+ * `${uprobe}_${i}` (made loadable here, before load), its index built in.
  *
  * Returns `{ links, failed, perfEvents }`: `failed` lists `{ probe, error }`
  * for the probes that could not attach (it throws when none could);
  * `perfEvents` is how many perf events the links hold (slow to close).
  */
-function attach(obj, probes, { tracepoint, uprobe, syscalls, pid, noCookies } = {}) {
+function attach(obj, probes, { tracepoint, uprobe, syscalls, pid, perProbeWithoutCookies } = {}) {
   const links = [];
   const failed = [];
   const raw = { enter: [], exit: [] };
   const cookies = require('../binding').features().attachCookie;
-  // before 5.15 (no attach cookies), for an object that tells probes apart
-  // (noCookies): uprobe i attaches to program `${uprobe}_${i}` (SEC("?uprobe"),
-  // loaded only when used), a tracepoint is told apart by its event id in
-  // map noCookies.tracepointMap
-  const perProbe = !cookies && Boolean(noCookies);
-  const slot = (i) => (perProbe ? `${uprobe}_${i}` : uprobe);
+  // before 5.15 (no attach cookies), for an object that counts by probe
+  // (perProbeWithoutCookies): probe i attaches to program `${program}_${i}`
+  // (SEC("?..."), loaded only when used), its index built in
+  const perProbe = !cookies && Boolean(perProbeWithoutCookies);
+  const program = (probe) => (probe.kind === 'tracepoint' ? tracepoint : uprobe);
+  const slot = (probe, i) => (perProbe ? `${program(probe)}_${i}` : program(probe));
   if (perProbe) {
     probes.forEach((probe, i) => {
-      if (probe.kind !== 'tracepoint' && obj.programs[slot(i)]) obj.programs[slot(i)].autoload = true;
+      if (obj.programs[slot(probe, i)]) obj.programs[slot(probe, i)].autoload = true;
     });
   }
-  const tracepointIds = [];
   probes.forEach((probe, i) => {
     const cookie = cookies ? BigInt(i) : 0n;
     try {
@@ -266,22 +263,18 @@ function attach(obj, probes, { tracepoint, uprobe, syscalls, pid, noCookies } = 
           return;
         }
         if (!tracepoint) throw new Error('no program for tracepoints');
-        if (perProbe) tracepointIds.push([eventId(probe), i]);
-        links.push(obj.attachTracepoint(probe.category, probe.name, tracepoint, { cookie }));
+        if (!obj.programs[slot(probe, i)]) throw noSlot(obj, tracepoint, i);
+        links.push(obj.attachTracepoint(probe.category, probe.name, slot(probe, i), { cookie }));
       } else {
         if (!uprobe) throw new Error(`no program for ${probe.kind}s`);
-        if (!obj.programs[slot(i)]) throw noSlot(obj, uprobe, i);
-        if (probe.kind === 'uprobe') links.push(obj.attachUprobe(probe.binary, probe.offset, slot(i), { cookie, ...(pid && { pid }) }));
-        else links.push(obj.attachKprobe(probe.name, slot(i), { cookie }));
+        if (!obj.programs[slot(probe, i)]) throw noSlot(obj, uprobe, i);
+        if (probe.kind === 'uprobe') links.push(obj.attachUprobe(probe.binary, probe.offset, slot(probe, i), { cookie, ...(pid && { pid }) }));
+        else links.push(obj.attachKprobe(probe.name, slot(probe, i), { cookie }));
       }
     } catch (error) {
       failed.push({ probe, error });
     }
   });
-  if (tracepointIds.length) {
-    const map = obj.getMap(noCookies.tracepointMap);
-    for (const [id, i] of tracepointIds) map.set(id, i + 1);
-  }
   for (const dir of ['enter', 'exit']) {
     if (raw[dir].length === 0) continue;
     const map = obj.getMap(syscalls[`${dir}Map`]);
@@ -292,17 +285,12 @@ function attach(obj, probes, { tracepoint, uprobe, syscalls, pid, noCookies } = 
   return { links, failed, perfEvents: links.length - (raw.enter.length > 0) - (raw.exit.length > 0) };
 }
 
-/** The event id of a tracepoint (tracefs `events/CATEGORY/NAME/id`): the common_type of its records. */
-function eventId(probe) {
-  return Number(fs.readFileSync(path.join(tracefsRoot(), 'events', probe.category, probe.name, 'id'), 'utf8'));
-}
-
-/** The error of a uprobe or kprobe past the last program of its kind on a kernel without attach cookies. */
-function noSlot(obj, uprobe, i) {
-  const slots = Object.keys(obj.programs).filter((n) => n.startsWith(`${uprobe}_`)).length;
+/** The error of a probe past the last program of its kind on a kernel without attach cookies. */
+function noSlot(obj, program, i) {
+  const slots = Object.keys(obj.programs).filter((n) => n.startsWith(`${program}_`)).length;
   return Object.assign(
     new Error(
-      `this kernel has no attach cookies (bpf_get_attach_cookie, Linux 5.15+), so each uprobe or kprobe needs a program of its own, and the object has ${slots}: probe ${i + 1} is not counted; match fewer functions`,
+      `this kernel has no attach cookies (bpf_get_attach_cookie, Linux 5.15+), so each probe needs a program of its own, and the object has ${slots} (${program}_N): probe ${i + 1} is not counted; match fewer`,
     ),
     { code: 'ENOTSUP' },
   );

@@ -23,7 +23,7 @@ const { buildInitramfs } = require('./kernels/initramfs');
 const { bootAndTest } = require('./kernels/vm');
 
 /** A VM gets this long to boot and run every test file. */
-const VM_TIMEOUT_MS = Number(process.env.VM_TIMEOUT_S || 480) * 1000;
+const VM_TIMEOUT_MS = Number(process.env.VM_TIMEOUT_S || 900) * 1000;
 const LOGS = path.join(CACHE, 'logs');
 
 for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => process.exit(130));
