@@ -83,54 +83,60 @@ test('a kernel with neither kprobes nor fentry: ENOTSUP saying so', { skip: canR
   assert.match(out.stderr, /cachestat: ENOTSUP: cachestat needs kprobes or fentry on the page-cache functions, and this kernel \(.*\) has neither/);
 });
 
-test(`a file of ${PAGES} pages read cold misses about ${PAGES} pages; read again, it hits about ${PAGES}`, { skip: !canRun && 'this kernel has neither kprobes nor fentry: the ENOTSUP test runs instead' }, async (t) => {
-  const where = pageCacheDir(t);
-  const file = path.join(where.dir, 'data.bin');
-  const reader = spawn(buildFixture('cache_reader'), [file, String(PAGES)], { stdio: ['pipe', 'pipe', 'inherit'] });
-  const exited = new Promise((resolve) => reader.on('exit', resolve));
-  // the reader's file closed before the image is unmounted
-  t.after(async () => {
-    reader.kill();
-    await exited;
-    where.remove();
-  });
-  const lines = [];
-  let waiting;
-  reader.stdout.setEncoding('utf8').on('data', (d) => {
-    lines.push(...d.split('\n').filter(Boolean));
-    waiting?.();
-  });
-  const next = async (re) => {
-    for (;;) {
-      const i = lines.findIndex((l) => re.test(l));
-      if (i >= 0) return lines.splice(0, i + 1).pop();
-      await new Promise((resolve) => (waiting = resolve));
-    }
-  };
-  await next(/^ready$/);
+// once through fentry, once through kprobes (--kprobes), where the kernel has them
+const KINDS = [...(features.fentry ? [['fentry', []]] : []), ...(features.kprobes ? [['kprobe', ['--kprobes']]] : [])];
+for (const [kind, flags] of KINDS.length ? KINDS : [['fentry or kprobes', []]]) {
+  test(`${kind}: a file of ${PAGES} pages read cold misses about ${PAGES} pages; read again, it hits about ${PAGES}`, { skip: !canRun && 'this kernel has neither kprobes nor fentry: the ENOTSUP test runs instead' }, async (t) => {
+    const where = pageCacheDir(t);
+    const file = path.join(where.dir, 'data.bin');
+    const reader = spawn(buildFixture('cache_reader'), [file, String(PAGES)], { stdio: ['pipe', 'pipe', 'inherit'] });
+    const exited = new Promise((resolve) => reader.on('exit', resolve));
+    // the reader's file closed before the image is unmounted
+    t.after(async () => {
+      reader.kill();
+      await exited;
+      where.remove();
+    });
+    const lines = [];
+    let waiting;
+    reader.stdout.setEncoding('utf8').on('data', (d) => {
+      lines.push(...d.split('\n').filter(Boolean));
+      waiting?.();
+    });
+    const next = async (re) => {
+      for (;;) {
+        const i = lines.findIndex((l) => re.test(l));
+        if (i >= 0) return lines.splice(0, i + 1).pop();
+        await new Promise((resolve) => (waiting = resolve));
+      }
+    };
+    await next(/^ready$/);
 
-  /** cachestat --pid of the reader while it reads the file once: its total. */
-  const readOnce = async () => {
-    const tool = cachestat(['--pid', String(reader.pid), '--json']);
-    await tool.ready;
-    reader.stdin.write('read\n');
-    assert.equal(await next(/^done /), `done ${PAGES * 4096}`);
-    tool.child.kill('SIGINT');
-    const out = await tool.done;
-    assert.equal(out.code, 0, `cachestat exits cleanly; stderr:\n${out.stderr}`);
-    t.diagnostic(out.stderr.split('\n').find((l) => l.startsWith('Tracing')));
-    const total = out.stdout.trim().split('\n').map((l) => JSON.parse(l)).find((r) => r.type === 'total');
-    assert.ok(total, out.stdout);
-    return total;
-  };
-  const cold = await readOnce();
-  const warm = await readOnce();
-  t.diagnostic(`cold: ${JSON.stringify(cold)}`);
-  t.diagnostic(`warm: ${JSON.stringify(warm)}`);
-  const close = (n) => n >= PAGES * 0.9 && n <= PAGES * 1.1;
-  assert.ok(close(cold.misses), `cold read: ${cold.misses} misses, about ${PAGES} expected`);
-  assert.ok(cold.hits <= PAGES * 0.1, `cold read: ${cold.hits} hits, few expected`);
-  assert.ok(close(warm.hits), `warm read: ${warm.hits} hits, about ${PAGES} expected`);
-  assert.ok(warm.misses <= PAGES * 0.1, `warm read: ${warm.misses} misses, few expected`);
-  assert.ok(warm.ratio >= 90, `warm hit ratio ${warm.ratio}%`);
-});
+    /** cachestat --pid of the reader while it reads the file once: its total. */
+    const readOnce = async () => {
+      const tool = cachestat(['--pid', String(reader.pid), '--json', ...flags]);
+      await tool.ready;
+      reader.stdin.write('read\n');
+      assert.equal(await next(/^done /), `done ${PAGES * 4096}`);
+      tool.child.kill('SIGINT');
+      const out = await tool.done;
+      assert.equal(out.code, 0, `cachestat exits cleanly; stderr:\n${out.stderr}`);
+      const tracing = out.stderr.split('\n').find((l) => l.startsWith('Tracing'));
+      t.diagnostic(tracing);
+      assert.match(tracing, new RegExp(`\\(${kind}: `));
+      const total = out.stdout.trim().split('\n').map((l) => JSON.parse(l)).find((r) => r.type === 'total');
+      assert.ok(total, out.stdout);
+      return total;
+    };
+    const cold = await readOnce();
+    const warm = await readOnce();
+    t.diagnostic(`cold: ${JSON.stringify(cold)}`);
+    t.diagnostic(`warm: ${JSON.stringify(warm)}`);
+    const close = (n) => n >= PAGES * 0.9 && n <= PAGES * 1.1;
+    assert.ok(close(cold.misses), `cold read: ${cold.misses} misses, about ${PAGES} expected`);
+    assert.ok(cold.hits <= PAGES * 0.1, `cold read: ${cold.hits} hits, few expected`);
+    assert.ok(close(warm.hits), `warm read: ${warm.hits} hits, about ${PAGES} expected`);
+    assert.ok(warm.misses <= PAGES * 0.1, `warm read: ${warm.misses} misses, few expected`);
+    assert.ok(warm.ratio >= 90, `warm hit ratio ${warm.ratio}%`);
+  });
+}

@@ -4,7 +4,7 @@
 // the kernel by fentry programs (or kprobes where the kernel refuses fentry)
 // on the page-cache functions, chosen at load among the names that differ
 // between kernel versions. Needs root, and kprobes or fentry.
-//   node examples/cachestat.js [-i S] [--duration S] [--pid N] [--json] [--demo]
+//   node examples/cachestat.js [-i S] [--duration S] [--pid N] [--json] [--demo] [--kprobes]
 //
 // As bcc counts them: accesses = mark_page_accessed - mark_buffer_dirty,
 // misses = pages added to the page cache - pages dirtied, hits = accesses
@@ -39,19 +39,20 @@ function kernelFunctions() {
 
 /**
  * Chooses, before load, a program for each event: fentry where the kernel
- * allows it, else kprobes; the first of its functions this kernel has, else
+ * allows it, else (or with `kprobes`) kprobes; the first of its functions this kernel has, else
  * its tracepoint. Returns `{ kind, chosen: { event: 'function' } }`; ENOTSUP
  * on a kernel with neither kprobes nor fentry.
  */
-function choosePrograms(obj) {
+function choosePrograms(obj, { kprobes = false } = {}) {
   const features = bpf.features();
+  if (kprobes && !features.kprobes) throw Object.assign(new Error(`--kprobes: this kernel (${features.release}) has no kprobes (CONFIG_KPROBES off)`), { code: 'ENOTSUP' });
   if (!features.fentry && !features.kprobes) {
     const why = `this kernel (${features.release}) has neither: ${features.kprobes ? '' : 'no kprobes (CONFIG_KPROBES off)'}${features.fentry ? '' : ', fentry/fexit refused at load'}`;
     throw Object.assign(new Error(`cachestat needs kprobes or fentry on the page-cache functions, and ${why}; run it on a kernel with either (bpf.features())`), {
       code: 'ENOTSUP',
     });
   }
-  const kind = features.fentry ? 'fentry' : 'kprobe';
+  const kind = features.fentry && !kprobes ? 'fentry' : 'kprobe';
   const have = kernelFunctions();
   const root = ['/sys/kernel/tracing', '/sys/kernel/debug/tracing'].find((r) => fs.existsSync(path.join(r, 'events')));
   const chosen = {};
@@ -96,6 +97,7 @@ async function main() {
     options: {
       interval: intervalOption(),
       demo: { type: 'boolean', help: 'run a built-in workload (reads and rewrites a file) and trace it' },
+      kprobes: { type: 'boolean', help: 'use kprobes where the kernel allows fentry too (fentry costs less)' },
     },
     pidHelp: 'count only process N (default: every process)',
   });
@@ -109,7 +111,7 @@ async function main() {
   try {
     obj = bpf.loadBpfProgram(objectPath('cachestat'));
     obj.setGlobalVariable('target_pid', target.pid ?? 0);
-    const { kind, chosen } = choosePrograms(obj);
+    const { kind, chosen } = choosePrograms(obj, { kprobes: opts.kprobes });
     obj.load();
     for (const prog of Object.values(obj.programs).filter((p) => p.autoload)) obj.attach(prog);
     const read = () => obj.getGlobalVariable('counts', { int64: 'number' });
