@@ -45,6 +45,15 @@ export declare class BpfProgram {
    * not loaded yet).
    */
   get stats(): ProgramStats
+  /**
+   * Whether the program goes into the kernel when the object loads
+   * (default true; false for `SEC("?...")` programs). A program that is
+   * not loaded cannot be attached: how an object carries fallbacks for
+   * other kernels, loading only the ones the running kernel can take.
+   */
+  get autoload(): boolean
+  /** Sets `autoload`, before the object loads (ERR_BPF_READ_ONLY after). */
+  set autoload(autoload: boolean)
 }
 
 /** The native side of an open ring or perf buffer (lib/buffer.js wraps it). */
@@ -111,15 +120,6 @@ export declare class NativeMap {
    * `dispatch`, a batch per call, with the CPU of each record.
    */
   openPerfBuffer(dispatch: (data: Buffer, ends: Uint32Array, cpus: Uint32Array | null, losses: number[] | null) => void, options?: BufferOptions): NativeBuffer
-  /**
-   * Copies the bytes of a BPF_F_MMAPABLE array map from `offset` into
-   * `target` (all of it), through a mapping of the map into this process:
-   * no syscall once mapped (the first call maps it). Values are
-   * `valueSize` rounded up to 8 bytes apart. Counters the kernel is
-   * bumping meanwhile are read as they are at that instant, each 8-byte
-   * word whole.
-   */
-  readMapped(target: Buffer, offset: number): void
 }
 
 /**
@@ -199,6 +199,13 @@ export declare class ObjectHandle {
   get globals(): Array<GlobalInfo>
   /** A map by name (loads the object if it is not loaded yet). */
   map(name: string): NativeMap
+  /**
+   * Whether the map is made when the object loads (default true). A map
+   * of a type the kernel lacks (task storage before 5.11) is left out this
+   * way, with the programs that use it left out or branching around it.
+   * Only before load (ERR_BPF_READ_ONLY after).
+   */
+  setMapAutocreate(name: string, autocreate: boolean): void
   /**
    * The object's maps (data-section maps excluded) with their types and
    * layouts; no load needed.
@@ -342,10 +349,7 @@ export declare function features(): Features
 export interface Features {
   /** The kernel's own BTF (/sys/kernel/btf/vmlinux): CO-RE works. */
   btf: boolean
-  /**
-   * The kernel has tracepoints (tracefs is mounted, or can be);
-   * `notPermitted` says when this process may not attach them.
-   */
+  /** tracefs is (or could be) mounted: tracepoints can be attached. */
   tracepoints: boolean
   /** Where tracefs is mounted (`/sys/kernel/tracing`), when it is. */
   tracefs?: string
@@ -362,16 +366,24 @@ export interface Features {
   /** BPF_MAP_TYPE_PERF_EVENT_ARRAY maps. */
   perfBuffer: boolean
   /**
-   * Features the kernel has that this process may not use, with the
-   * reason (`tracepoints: tracefs is not readable ...`): without CAP_BPF
-   * (maps, programs), CAP_PERFMON (tracing), or where tracefs is root's.
+   * Task storage from tracing programs (BPF_MAP_TYPE_TASK_STORAGE and
+   * `bpf_task_storage_get`, Linux 5.11): without it, the syscall tools keep
+   * a thread's call in a hash keyed by thread.
    */
-  notPermitted: Array<string>
+  taskStorage: boolean
   /**
-   * The capabilities that matter to BPF held by this process:
-   * `CAP_BPF`, `CAP_PERFMON`, `CAP_SYS_ADMIN` (root holds all three).
+   * `bpf_get_attach_cookie` in kprobe, uprobe and tracepoint programs
+   * (Linux 5.15): without it, attach calls take no `cookie`, and funccount
+   * and trace_event_loop tell their probes apart otherwise.
    */
-  capabilities: Array<string>
+  attachCookie: boolean
+  /** `bpf_loop` (Linux 5.17). */
+  bpfLoop: boolean
+  /**
+   * BPF atomic instructions that return the old value (`x =
+   * __sync_fetch_and_add(...)`, Linux 5.12).
+   */
+  atomicFetch: boolean
   /** The kernel release (uname -r), for messages. */
   release: string
   /** How many values a per-CPU map holds (possible CPUs). */
@@ -418,26 +430,6 @@ export interface GlobalInfo {
   /** How the codec reads it. */
   layout: TypeLayout
 }
-
-/** A thread node-libbpf runs in this process. */
-export interface LibraryThread {
-  /** `node-libbpf-poller`, `node-libbpf-release` (the thread's comm). */
-  name: string
-  /**
-   * The kernel's thread id (`gettid()`, what BPF's
-   * `bpf_get_current_pid_tgid()` has in its low 32 bits).
-   */
-  tid: number
-}
-
-/**
- * The threads node-libbpf runs in this process, each with its kernel
- * thread id. Starts them first if they are not running yet (they sleep
- * until needed), so that the list is complete and does not change later:
- * a program that leaves these tids out never counts the library's own
- * work (`bpf/node_libbpf.bpf.h` does it on the BPF side).
- */
-export declare function libraryThreads(): Array<LibraryThread>
 
 /** Options of `loadBpfProgram`. */
 export interface LoadOptions {

@@ -225,6 +225,13 @@ export declare class BpfObject<P extends string = string> {
   get mapNames(): Array<string>
   /** The object's maps (data-section maps excluded) with their types and layouts; no load needed. */
   get maps(): Array<MapInfo>
+  /**
+   * Whether map `name` is made when the object loads (default true): a map
+   * of a type the kernel lacks is left out, before load, with the code that
+   * uses it (`obj.programs.x.autoload = false`, or a branch on a `const
+   * volatile` global). ERR_BPF_READ_ONLY after load.
+   */
+  setMapAutocreate(name: string, autocreate: boolean): void
   /** The object's global variables: name, ELF section, size, type and layout. */
   get globals(): Array<GlobalInfo>
   /** The layout of a named struct, union, enum or typedef of the object's BTF (`'event'` or `'struct event'`). */

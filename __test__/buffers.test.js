@@ -8,31 +8,55 @@ const assert = require('node:assert');
 const { spawn } = require('node:child_process');
 const { bpf, objectPath, waitFor, root, throwsCode, getppidLoop, streamer } = require('./helpers');
 
+/**
+ * Under qemu TCG (the kernel matrix's VMs: /init sets NODE_LIBBPF_QEMU_TCG)
+ * the consumer can fall behind a traced loop that runs at full speed, so the
+ * kernel's ring fills and drops records there (counted: ring_full); what
+ * is asserted there is that every record is received or counted lost.
+ * Natively, none is lost.
+ */
+const TCG = Boolean(process.env.NODE_LIBBPF_QEMU_TCG);
+
+/** Waits until `count()` reaches `n`, as long as it keeps growing (2 s without progress ends it). */
+async function waitForProgress(count, n, idleMs = 2000) {
+  let last = -1;
+  while (count() < n && count() !== last) {
+    last = count();
+    await waitFor(() => count() >= n, idleMs);
+  }
+  return count();
+}
+
 /** Checks that the seq numbers seen are distinct and in range. */
 function checkSeqs(seqs, n) {
   assert.strictEqual(new Set(seqs).size, seqs.length, 'no record twice');
   assert.ok(seqs.every((s) => s >= 0 && s < n));
 }
 
-test('ring buffer (4 MiB): 200k records at full speed, all received in order, none lost', async (t) => {
+test(`ring buffer (4 MiB): 200k records at full speed, all received in order, ${TCG ? 'or counted lost (qemu TCG)' : 'none lost'}`, async (t) => {
   const N = 200_000;
   const { child, exited, go } = getppidLoop(N);
   const obj = streamer(child.pid);
   t.after(() => obj.close());
-  let expected = 0;
+  let last = -1;
   let outOfOrder = 0;
   const rb = obj.getMap('events').openRingBuffer((d) => {
-    if (Number(d.readBigUInt64LE(16)) !== expected) outOfOrder++;
-    expected++;
+    const seq = Number(d.readBigUInt64LE(16));
+    if (seq <= last) outOfOrder++;
+    last = seq;
   });
   go();
   const { nsPerCall } = await exited;
-  await waitFor(() => rb.received >= N, 5000);
-  t.diagnostic(`traced loop: ${nsPerCall} ns per getppid`);
-  assert.strictEqual(obj.getGlobalVariable('ring_full'), 0n);
-  assert.strictEqual(rb.received, N);
-  assert.strictEqual(rb.lost, 0);
-  assert.strictEqual(outOfOrder, 0);
+  const ringFull = () => Number(obj.getGlobalVariable('ring_full'));
+  await waitForProgress(() => rb.received + rb.lost + ringFull(), N);
+  t.diagnostic(`traced loop: ${nsPerCall} ns per getppid; ${rb.received} received, ${rb.lost} dropped in user space, ${ringFull()} refused by the full ring`);
+  assert.strictEqual(rb.received + rb.lost + ringFull(), N, 'every record received or counted lost');
+  assert.strictEqual(outOfOrder, 0, 'in order');
+  if (!TCG) {
+    assert.strictEqual(ringFull(), 0);
+    assert.strictEqual(rb.received, N);
+    assert.strictEqual(rb.lost, 0);
+  }
 });
 
 test('ring buffer with BPF_RB_NO_WAKEUP: delivered by the periodic pass', async (t) => {
@@ -62,10 +86,12 @@ test('perf buffer: every record received or reported lost, with a byte watermark
   });
   go();
   const { nsPerCall } = await exited;
-  await waitFor(() => seqs.length + lost >= N, 5000);
+  await waitForProgress(() => seqs.length + lost, N);
   pb.close();
   t.diagnostic(`perf buffer: ${seqs.length} received, ${lost} lost, traced loop ${nsPerCall} ns per call`);
-  assert.strictEqual(obj.getGlobalVariable('perf_errors'), 0n);
+  // a record the kernel could not write is a failed bpf_perf_event_output()
+  // and one the buffer reports lost: none natively, some under qemu TCG
+  assert.strictEqual(Number(obj.getGlobalVariable('perf_errors')), TCG ? lost : 0);
   assert.strictEqual(seqs.length + lost, N);
   assert.strictEqual(pb.received + pb.lost, N);
   checkSeqs(seqs, N);
@@ -141,9 +167,11 @@ test('batch: true hands over whole batches: (data, ends), every record once', as
   throwsCode(assert, () => obj.getMap('events').openRingBuffer(() => {}, { batch: true, type: 'stream_event' }), 'ERR_BPF_INVALID_VALUE', /batch and type do not go together/);
   go();
   await exited;
-  await waitFor(() => seqs.length >= N, 5000);
+  const ringFull = () => Number(obj.getGlobalVariable('ring_full'));
+  await waitForProgress(() => seqs.length + rb.lost + ringFull(), N);
   rb.close();
-  assert.strictEqual(seqs.length, N);
+  assert.strictEqual(seqs.length + rb.lost + ringFull(), N, 'every record received or counted lost');
+  if (!TCG) assert.strictEqual(seqs.length, N);
   checkSeqs(seqs, N);
   assert.ok(calls < N / 10, `${calls} calls for ${N} records`);
 });

@@ -36,7 +36,9 @@ test('close() frees every program, link and map of the object', async () => {
   perf.attachPerfEvent('handle_cpu_clock', { frequency: 10 });
   const during = kernelIds();
   assert.ok(added(before.progs, during.progs).length >= 3, 'programs were loaded');
-  assert.ok(added(before.links, during.links).length >= 2, 'links were made');
+  // tracepoint attachments are BPF links since 5.15 (with attach cookies);
+  // before, the perf event holds the program and bpftool lists no link
+  if (bpf.features().attachCookie) assert.ok(added(before.links, during.links).length >= 2, 'links were made');
   obj.close();
   perf.close();
   await assertNoneLeft(before);
@@ -68,22 +70,25 @@ for (const how of ['exit', 'SIGKILL']) {
 }
 
 test('a closed object lets the process exit at once, an open buffer keeps it alive', async () => {
+  // the 1.5 s start once the child has loaded and run `body` (node's start
+  // and the load take seconds under qemu TCG)
   const run = (body) => {
-    const start = Date.now();
     const child = spawn(process.execPath, ['-e', `const bpf = require(${JSON.stringify(root)});
       const obj = bpf.loadBpfProgram(${JSON.stringify(objectPath('openat'))});
       const rb = obj.getMap('rb_events').openRingBuffer(() => {});
-      ${body}`], { stdio: 'inherit' });
+      ${body}
+      console.log('ready');`], { stdio: ['ignore', 'pipe', 'inherit'] });
     return new Promise((resolve) => {
-      const timer = setTimeout(() => child.kill('SIGKILL'), 1500);
-      child.on('exit', (code, signal) => (clearTimeout(timer), resolve({ ms: Date.now() - start, signal })));
+      let timer;
+      child.stdout.once('data', () => (timer = setTimeout(() => child.kill('SIGKILL'), 1500)));
+      child.on('exit', (code, signal) => (clearTimeout(timer), resolve({ signal })));
     });
   };
   const open = await run('');
   assert.strictEqual(open.signal, 'SIGKILL', 'an open buffer keeps the process alive');
   const closed = await run('obj.close();');
+  // exited by itself, before the kill 1.5 s after it was ready
   assert.strictEqual(closed.signal, null);
-  assert.ok(closed.ms < 1500);
   const bufferClosed = await run('rb.close();');
   assert.strictEqual(bufferClosed.signal, null);
   const unrefd = await run('rb.unref();');

@@ -113,7 +113,7 @@ describe('examples/funccount.js', { skip, timeout: 5 * TIMEOUT_MS }, () => {
         return [probe, Number(count)];
       }),
     );
-    assert.equal(rows.get('sched:sched_process_fork'), K, 'a fork per child');
+    assert.equal(rows.get('sched:sched_process_fork'), K, `a fork per child:\n${stdout}`);
     assert.equal(rows.get('task:task_newtask'), K, 'a new task per child');
     assert.equal(rows.get('sched:sched_process_wait'), K, 'a wait per child');
     assert.equal(rows.get('sched:sched_process_exit'), 1, 'the children exit as processes of their own: only the fixture counts');
@@ -134,7 +134,9 @@ describe('examples/funccount.js', { skip, timeout: 5 * TIMEOUT_MS }, () => {
       const perInterval = intervals.reduce((n, r) => n + countOf(r, probe), 0);
       assert.ok(perInterval <= K, `the intervals count no more than the total: ${perInterval}`);
     }
-    for (const r of intervals) assert.ok(r.seconds > 0.1 && r.seconds < 1, `an interval of about 0.2 s: ${r.seconds}`);
+    // under qemu TCG (the kernel matrix) 200,000 uprobe hits can hold the tool's timers back for seconds
+    const tcg = Boolean(process.env.NODE_LIBBPF_QEMU_TCG);
+    for (const r of intervals) assert.ok(r.seconds > 0.1 && (tcg || r.seconds < 1), `an interval of about 0.2 s: ${r.seconds}`);
     assert.deepEqual(
       total.counts.map((c) => c.probe).sort(),
       ['libc.so.6:pthread_mutex_lock', 'libc.so.6:pthread_mutex_unlock'],

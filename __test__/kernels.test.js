@@ -10,6 +10,7 @@ const assert = require('node:assert');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
+const { execFileSync } = require('node:child_process');
 const { bpf, objectPath, waitFor, throwsCode, twoFiles, openBoth } = require('./helpers');
 
 const K = 25;
@@ -78,8 +79,13 @@ async function measure(obj, files) {
 test('features() describes the running kernel', (t) => {
   t.diagnostic(`features: ${JSON.stringify(features)}`);
   assert.strictEqual(features.release, os.release());
-  for (const key of ['btf', 'tracepoints', 'kprobes', 'uprobes', 'fentry', 'ringBuffer', 'perfBuffer']) {
+  for (const key of ['btf', 'tracepoints', 'kprobes', 'uprobes', 'fentry', 'uprobeMulti', 'ringBuffer', 'perfBuffer', 'taskStorage', 'attachCookie', 'bpfLoop', 'atomicFetch']) {
     assert.strictEqual(typeof features[key], 'boolean', key);
+  }
+  // what each release added, so a kernel that has one has the older ones
+  const order = ['ringBuffer', 'taskStorage', 'atomicFetch', 'attachCookie', 'bpfLoop', 'uprobeMulti'];
+  for (let i = 1; i < order.length; i++) {
+    if (features[order[i]]) assert.ok(features[order[i - 1]], `${order[i]} (newer) without ${order[i - 1]}`);
   }
 });
 
@@ -91,21 +97,66 @@ test('every BPF object of the project loads here (CO-RE relocations, this kernel
   const objects = paths.map((p) => path.basename(p)).sort();
   assert.ok(objects.includes('kprobe_openat.bpf.o') && objects.includes('file_io.bpf.o'));
   const failed = [];
+  const variants = [];
   for (const file of paths) {
-    const obj = bpf.loadBpfProgram(file);
-    try {
-      obj.load();
-    } catch (e) {
-      // fentry/fexit programs are refused by some kernels: the ENOTSUP test below covers it
-      const refused = !features.fentry && e.code === 'ENOTSUP' && /refuses (fentry|fexit|fmod_ret)/.test(e.message);
-      if (refused) t.diagnostic(`${path.basename(file)}: fentry/fexit refused by this kernel`);
-      else failed.push(`${path.basename(file)}: ${e.code}: ${e.message}`);
-    } finally {
-      obj.close();
+    // every program, and the uprobe fallbacks (SEC("?uprobe")); objects with per-thread
+    // storage load with each kind of it (compat.bpf.h): task storage only
+    // where the kernel has it
+    const opened = bpf.loadBpfProgram(file);
+    const storage = opened.mapNames.includes('starts_by_tid');
+    opened.close();
+    for (const task of storage ? [false, ...(features.taskStorage ? [true] : [])] : [null]) {
+      const obj = bpf.loadBpfProgram(file);
+      try {
+        // the fallbacks of user-space probes too; those of kernel functions
+        // and tracepoints only where this kernel has them (their tools choose)
+        for (const prog of Object.values(obj.programs)) if (/^u(ret)?probe/.test(prog.section)) prog.autoload = true;
+        if (task !== null) {
+          obj.setGlobalVariable('use_task_storage', task);
+          obj.setMapAutocreate('starts', task);
+          obj.setMapAutocreate('starts_by_tid', !task);
+          variants.push(`${path.basename(file)} (${task ? 'task storage' : 'hash by thread'})`);
+        }
+        obj.load();
+      } catch (e) {
+        // fentry/fexit programs are refused by some kernels: the ENOTSUP test below covers it
+        const refused = !features.fentry && e.code === 'ENOTSUP' && /refuses (fentry|fexit|fmod_ret)/.test(e.message);
+        if (refused) t.diagnostic(`${path.basename(file)}: fentry/fexit refused by this kernel`);
+        else failed.push(`${path.basename(file)}${task === null ? '' : ` (use_task_storage ${task})`}: ${e.code}: ${e.message}`);
+      } finally {
+        obj.close();
+      }
     }
   }
+  t.diagnostic(`loaded with each per-thread storage: ${variants.join(', ')}`);
   t.diagnostic(`${objects.length} objects: ${objects.join(' ')}`);
   assert.deepStrictEqual(failed, [], `objects that do not load on ${features.release}`);
+});
+
+test('autoload and autocreate: what is left out before load is not in the kernel', (t) => {
+  const obj = bpf.loadBpfProgram(objectPath('event_loop'));
+  t.after(() => obj.close());
+  const p = obj.programs;
+  // SEC("?uprobe"): off until asked for
+  assert.strictEqual(p.handle_poll_entry.autoload, false);
+  assert.strictEqual(p.handle_phase_entry.autoload, true);
+  p.handle_phase_entry.autoload = false;
+  p.handle_poll_entry.autoload = true;
+  // (a map left out is tested with the per-thread storage of every object above)
+  obj.setMapAutocreate('hist', true);
+  throwsCode(assert, () => obj.setMapAutocreate('nope', false), 'ERR_BPF_UNKNOWN_NAME', /its maps are: /);
+  obj.load();
+  assert.strictEqual(p.handle_phase_entry.autoload, false);
+  assert.strictEqual(typeof p.handle_poll_entry.stats.id, 'number');
+  throwsCode(assert, () => p.handle_phase_entry.stats, 'ERR_BPF_LOAD', /was not loaded \(its autoload is false\)/);
+  throwsCode(assert, () => obj.attachUprobe(process.execPath, 0, p.handle_phase_entry), 'ERR_BPF_LOAD', /programs\.handle_phase_entry\.autoload = true before load/);
+  throwsCode(assert, () => (p.handle_phase_entry.autoload = true), 'ERR_BPF_READ_ONLY', /before load\(\)/);
+  throwsCode(assert, () => obj.setMapAutocreate('hist', false), 'ERR_BPF_READ_ONLY', /before load\(\)/);
+  // the kernel has each program asked for, under its name (bpftool: from BTF, or the kernel's 15 characters)
+  const loaded = Object.values(p).filter((x) => x.autoload);
+  assert.strictEqual(loaded.length, Object.keys(p).length - 12, 'the 11 other per-phase programs and handle_phase_entry left out');
+  const listed = new Map(JSON.parse(execFileSync('bpftool', ['-j', 'prog', 'show'], { encoding: 'utf8' })).map((x) => [x.id, x.name]));
+  for (const prog of loaded) assert.ok([prog.name, prog.name.slice(0, 15)].includes(listed.get(prog.stats.id)), prog.name);
 });
 
 test('kprobe + kretprobe on __x64_sys_openat: exactly K pairs per file, return values, durations', async (t) => {
@@ -127,12 +178,15 @@ test("the article's names sys_enter_openat/sys_exit_openat attach to __x64_sys_o
   const files = twoFiles();
   const obj = kprobeTracer();
   t.after(() => obj.close());
-  const entry = obj.attachKprobe('sys_enter_openat', 'handle_openat_entry', { cookie: 7n });
+  // before 5.15 the kernel takes no cookie (the program reads 0: compat.bpf.h)
+  const cookie = features.attachCookie ? 7n : 0n;
+  const entry = obj.attachKprobe('sys_enter_openat', 'handle_openat_entry', { cookie });
   const exit = obj.attachKretprobe('sys_exit_openat', 'handle_openat_return');
   assert.strictEqual(entry.target, 'kprobe __x64_sys_openat');
   assert.strictEqual(exit.target, 'kretprobe __x64_sys_openat');
   await measure(obj, files);
-  assert.strictEqual(obj.getGlobalVariable('entry_cookie'), 7n, 'bpf_get_attach_cookie() gives the cookie option');
+  assert.strictEqual(obj.getGlobalVariable('entry_cookie'), cookie, 'bpf_get_attach_cookie() gives the cookie option');
+  if (!features.attachCookie) t.diagnostic('no attach cookies on this kernel (5.15+): attached without one');
 
   // detaching the kprobes stops the counting
   entry.detach();

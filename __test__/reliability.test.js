@@ -72,7 +72,8 @@ test('closeAsync() resolves once the kernel has released every program, link and
   obj.attachTracepoint('syscalls', 'sys_exit_getppid', 'handle_enter_getppid');
   obj.getMap('events').openRingBuffer(() => {});
   const during = kernelIds();
-  assert.strictEqual(added(before.links, during.links).length, 2);
+  // a tracepoint attachment is a BPF link since 5.15 (with attach cookies); before, a perf event holds the program
+  assert.strictEqual(added(before.links, during.links).length, bpf.features().attachCookie ? 2 : 0);
   await obj.closeAsync();
   const after = kernelIds();
   assert.deepStrictEqual(added(before.progs, after.progs), []);

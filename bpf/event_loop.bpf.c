@@ -2,11 +2,12 @@
 /*
  * libuv event loop phases: an entry and a return program, attached to every
  * phase function (uv__run_timers, ..., uv__io_poll, uv__run_check) with the
- * phase as the attach cookie. Each return emits a ring buffer record and
+ * phase as the attach cookie (or, before 5.15, a pair of programs per phase). Each return emits a ring buffer record and
  * counts its duration in a per-phase log2 histogram.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
+#include "compat.bpf.h"
 #include <bpf/bpf_tracing.h>
 #include "hist.bpf.h"
 #include "event_loop.h"
@@ -64,7 +65,7 @@ static __always_inline bool trace_allowed(void)
 }
 
 /* a phase begins: push it on this thread's stack */
-static __always_inline int phase_entry(struct pt_regs *ctx, void *loop)
+static __always_inline int phase_entry(struct pt_regs *ctx, void *loop, enum uv_phase phase)
 {
 	static const struct stack empty = {};
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
@@ -83,7 +84,7 @@ static __always_inline int phase_entry(struct pt_regs *ctx, void *loop)
 	depth = s->depth;
 	if (depth >= MAX_DEPTH)
 		return 0;
-	s->frames[depth].phase = bpf_get_attach_cookie(ctx);
+	s->frames[depth].phase = phase;
 	s->frames[depth].loop = (__u64)loop;
 	s->frames[depth].start_ns = bpf_ktime_get_ns();
 	s->depth = depth + 1;
@@ -91,10 +92,9 @@ static __always_inline int phase_entry(struct pt_regs *ctx, void *loop)
 }
 
 /* a phase ends: pop it, count its duration, emit its record */
-static __always_inline int phase_return(struct pt_regs *ctx)
+static __always_inline int phase_return(struct pt_regs *ctx, enum uv_phase phase)
 {
 	__u64 now = bpf_ktime_get_ns(), id = bpf_get_current_pid_tgid();
-	enum uv_phase phase = bpf_get_attach_cookie(ctx);
 	struct phase_hist_key key = { .phase = phase };
 	struct phase_event *e;
 	struct frame *f;
@@ -147,25 +147,49 @@ static __always_inline int phase_return(struct pt_regs *ctx)
 SEC("uprobe")
 int BPF_UPROBE(handle_phase_entry, void *loop)
 {
-	return phase_entry(ctx, loop);
+	return phase_entry(ctx, loop, attach_cookie(ctx));
 }
 
 SEC("uretprobe")
 int BPF_URETPROBE(handle_phase_return)
 {
-	return phase_return(ctx);
+	return phase_return(ctx, attach_cookie(ctx));
 }
 
 SEC("uprobe.multi")
 int BPF_UPROBE(handle_phase_entry_multi, void *loop)
 {
-	return phase_entry(ctx, loop);
+	return phase_entry(ctx, loop, attach_cookie(ctx));
 }
 
 SEC("uretprobe.multi")
 int BPF_URETPROBE(handle_phase_return_multi)
 {
-	return phase_return(ctx);
+	return phase_return(ctx, attach_cookie(ctx));
 }
+
+/*
+ * kernels without attach cookies (before 5.15): a pair of programs per
+ * phase, the phase built in; not loaded unless user space asks for them
+ * (SEC("?..."): autoload off)
+ */
+#define PHASE_PROGRAMS(name, phase)					\
+	SEC("?uprobe")							\
+	int BPF_UPROBE(handle_##name##_entry, void *loop)		\
+	{								\
+		return phase_entry(ctx, loop, phase);			\
+	}								\
+	SEC("?uretprobe")						\
+	int BPF_URETPROBE(handle_##name##_return)			\
+	{								\
+		return phase_return(ctx, phase);			\
+	}
+
+PHASE_PROGRAMS(pending, UV_PHASE_PENDING)
+PHASE_PROGRAMS(idle, UV_PHASE_IDLE)
+PHASE_PROGRAMS(prepare, UV_PHASE_PREPARE)
+PHASE_PROGRAMS(poll, UV_PHASE_POLL)
+PHASE_PROGRAMS(check, UV_PHASE_CHECK)
+PHASE_PROGRAMS(timers, UV_PHASE_TIMERS)
 
 char LICENSE[] SEC("license") = "GPL";

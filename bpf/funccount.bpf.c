@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* funccount: counts the hits of many probes with one program per kind of
  * probe: the attach cookie (or, for syscalls, the syscall number) tells the
- * probes apart; the counts stay in the kernel until user space reads (and
- * deletes) them. */
+ * probes apart (before 5.15, without cookies: a program per probe); the counts only grow, and user space takes
+ * differences (a delete beside a program's add would lose the add). */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
+#include "compat.bpf.h"
 #include <bpf/bpf_core_read.h>
 #include "funccount.h"
 
@@ -75,15 +76,28 @@ static __always_inline int count_syscall(void *map, __u32 nr)
 SEC("tp")
 int handle_tracepoint(void *ctx)
 {
-	return count_hit(bpf_get_attach_cookie(ctx));
+	return count_hit(attach_cookie(ctx));
 }
 
 /* every uprobe (u:library:function), and kprobes where the kernel has them */
 SEC("uprobe")
 int handle_uprobe(void *ctx)
 {
-	return count_hit(bpf_get_attach_cookie(ctx));
+	return count_hit(attach_cookie(ctx));
 }
+
+/* kernels without attach cookies: a program per probe, its index built
+ * in, loaded only when user space asks (SEC("?...")); a tracepoint's
+ * common_type cannot tell them apart either (the kernel puts pt_regs in
+ * the first 8 bytes of the record it hands the program) */
+#define PROBE_SLOT(n)							\
+	SEC("?uprobe") int handle_uprobe_##n(void *ctx) { return count_hit(n); } \
+	SEC("?tp") int handle_tracepoint_##n(void *ctx) { return count_hit(n); }
+
+PROBE_SLOT(0) PROBE_SLOT(1) PROBE_SLOT(2) PROBE_SLOT(3) PROBE_SLOT(4) PROBE_SLOT(5) PROBE_SLOT(6) PROBE_SLOT(7)
+PROBE_SLOT(8) PROBE_SLOT(9) PROBE_SLOT(10) PROBE_SLOT(11) PROBE_SLOT(12) PROBE_SLOT(13) PROBE_SLOT(14) PROBE_SLOT(15)
+PROBE_SLOT(16) PROBE_SLOT(17) PROBE_SLOT(18) PROBE_SLOT(19) PROBE_SLOT(20) PROBE_SLOT(21) PROBE_SLOT(22) PROBE_SLOT(23)
+PROBE_SLOT(24) PROBE_SLOT(25) PROBE_SLOT(26) PROBE_SLOT(27) PROBE_SLOT(28) PROBE_SLOT(29) PROBE_SLOT(30) PROBE_SLOT(31)
 
 /* sys_enter(struct pt_regs *regs, long id) */
 SEC("raw_tp/sys_enter")

@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /* Per-syscall latency histograms counted in the kernel, from the raw
  * tracepoints sys_enter and sys_exit: the start kept in the thread's task
- * storage at entry, the syscall's count, time and histogram slot bumped at
+ * storage (a hash keyed by thread before 5.11, compat.bpf.h) at entry, the syscall's count, time and histogram slot bumped at
  * exit. Included by syscall_hist.bpf.c and node_syscalls.bpf.c; read by
  * lib/syscalls.js. */
 #ifndef __SYSCALL_HIST_BPF_H
 #define __SYSCALL_HIST_BPF_H
 
+#include "compat.bpf.h"
 #include "hist.bpf.h"
 #include "syscall_hist.h"
 
@@ -32,14 +33,8 @@ struct syscall_start {
 	__u32 syscall;
 };
 
-/* task storage, not a hash keyed by thread: no insert and delete per call,
- * and nothing left behind by a thread that exits inside a syscall */
-struct {
-	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
-	__type(value, struct syscall_start);
-} starts SEC(".maps");
+/* the thread's call: task storage, or a hash keyed by thread before 5.11 */
+THREAD_STORAGE(starts, struct syscall_start);
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -77,8 +72,7 @@ static __always_inline bool syscall_enter(__u32 syscall)
 		if (!on || !*on)
 			return false;
 	}
-	start = bpf_task_storage_get(&starts, bpf_get_current_task_btf(), 0,
-				     BPF_LOCAL_STORAGE_GET_F_CREATE);
+	start = thread_storage_get(starts, true);
 	if (!start)
 		return false;
 	start->syscall = syscall;
@@ -97,12 +91,13 @@ static __always_inline long syscall_exit(long ret)
 
 	if (!pid_traced())
 		return -1;
-	start = bpf_task_storage_get(&starts, bpf_get_current_task_btf(), 0, 0);
+	start = thread_storage_get(starts, false);
 	if (!start || !start->ts)
 		return -1;
 	delta = bpf_ktime_get_ns() - start->ts;
 	syscall = start->syscall;
 	start->ts = 0;
+	thread_storage_done(starts);
 
 	counts = bpf_map_lookup_elem(&syscalls, &syscall);
 	if (!counts)

@@ -2,7 +2,7 @@
 /* Syscall latency tracers that emit one record per call, from the
  * syscalls:sys_enter_X and sys_exit_X tracepoints of one process: the call's
  * start and the arguments its record reports kept in the thread's task
- * storage at entry, the record completed and emitted at exit. Included by
+ * storage (a hash keyed by thread before 5.11, compat.bpf.h) at entry, the record completed and emitted at exit. Included by
  * file_io.bpf.c, net_latency.bpf.c and mem_latency.bpf.c (driven by
  * lib/trace_syscalls.js), each defining first:
  *
@@ -16,6 +16,8 @@
 #ifndef __SYSCALL_LATENCY_BPF_H
 #define __SYSCALL_LATENCY_BPF_H
 
+#include "compat.bpf.h"
+
 #ifndef LATENCY_EVENT
 #error "define LATENCY_EVENT (the record's struct) before including syscall_latency.bpf.h"
 #endif
@@ -28,14 +30,8 @@ struct call_start {
 	LATENCY_EVENT event;
 };
 
-/* task storage, not a hash keyed by thread: no insert and delete per call,
- * and nothing left behind by a thread that exits inside a syscall */
-struct {
-	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
-	__type(value, struct call_start);
-} starts SEC(".maps");
+/* the thread's call: task storage, or a hash keyed by thread before 5.11 */
+THREAD_STORAGE(starts, struct call_start);
 
 #ifdef LATENCY_PERF_BUFFER
 struct {
@@ -64,8 +60,7 @@ static __always_inline struct call_start *enter_call(int syscall)
 
 	if (!trace_allowed())
 		return NULL;
-	s = bpf_task_storage_get(&starts, bpf_get_current_task_btf(), 0,
-				 BPF_LOCAL_STORAGE_GET_F_CREATE);
+	s = thread_storage_get(starts, true);
 	if (!s)
 		return NULL;
 	/* the fields this call does not set are 0 in its record */
@@ -113,13 +108,14 @@ static __always_inline int exit_call(void *ctx, int syscall, long ret)
 
 	if (!trace_allowed())
 		return 0;
-	s = bpf_task_storage_get(&starts, bpf_get_current_task_btf(), 0, 0);
+	s = thread_storage_get(starts, false);
 	if (!s || !s->ts)
 		return 0;
 	/* a start of another call means this call's entry was missed */
 	if (s->event.syscall == syscall)
 		emit(ctx, s, ret);
 	s->ts = 0;
+	thread_storage_done(starts);
 	return 0;
 }
 

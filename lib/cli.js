@@ -22,6 +22,7 @@ const TOOLS = {
   'event-loop': [() => require('../examples/trace_event_loop'), 'the libuv event-loop phases of a Node.js process, with histograms'],
   'file-io': [() => require('../examples/trace_file_io'), 'openat/read/write/close with latencies and file names'],
   'net-latency': [() => require('../examples/trace_network_latency'), 'socket/connect with latencies and destinations'],
+  cachestat: [() => require('../examples/cachestat'), 'page-cache hits, misses, dirtied pages and hit ratio (bcc cachestat; kprobes or fentry)'],
   'mem-latency': [() => require('../examples/trace_mem_latency'), 'mmap/munmap/madvise with addresses, lengths and flags'],
 };
 

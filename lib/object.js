@@ -65,6 +65,16 @@ class BpfObject {
     return this.#handle.mapNames;
   }
 
+  /**
+   * Whether map `name` is made when the object loads (default true): a map
+   * of a type the kernel lacks is left out, before load, with the code that
+   * uses it left out too (`obj.programs.x.autoload = false`, or a branch on
+   * a `const volatile` global). ERR_BPF_READ_ONLY after load.
+   */
+  setMapAutocreate(name, autocreate) {
+    this.#handle.setMapAutocreate(name, autocreate);
+  }
+
   /** The object's maps (data-section maps excluded) with their types and layouts; no load needed. */
   get maps() {
     return this.#handle.maps;

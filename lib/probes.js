@@ -227,16 +227,33 @@ function expand(specs, { pid, bpf = require('..') } = {}) {
  * under a global mutex), so 360 `syscalls:*` tracepoints would take half
  * a minute to detach; two raw tracepoints take nothing.
  *
+ * Kernels without attach cookies (before 5.15; `bpf.features().attachCookie`)
+ * attach without them; with `perProbeWithoutCookies` (an object that counts
+ * by probe), probe i attaches there to the program `${tracepoint}_${i}` or
+ * `${uprobe}_${i}` (made loadable here, before load), its index built in.
+ *
  * Returns `{ links, failed, perfEvents }`: `failed` lists `{ probe, error }`
  * for the probes that could not attach (it throws when none could);
  * `perfEvents` is how many perf events the links hold (slow to close).
  */
-function attach(obj, probes, { tracepoint, uprobe, syscalls, pid } = {}) {
+function attach(obj, probes, { tracepoint, uprobe, syscalls, pid, perProbeWithoutCookies } = {}) {
   const links = [];
   const failed = [];
   const raw = { enter: [], exit: [] };
+  const cookies = require('../binding').features().attachCookie;
+  // before 5.15 (no attach cookies), for an object that counts by probe
+  // (perProbeWithoutCookies): probe i attaches to program `${program}_${i}`
+  // (SEC("?..."), loaded only when used), its index built in
+  const perProbe = !cookies && Boolean(perProbeWithoutCookies);
+  const program = (probe) => (probe.kind === 'tracepoint' ? tracepoint : uprobe);
+  const slot = (probe, i) => (perProbe ? `${program(probe)}_${i}` : program(probe));
+  if (perProbe) {
+    probes.forEach((probe, i) => {
+      if (obj.programs[slot(probe, i)]) obj.programs[slot(probe, i)].autoload = true;
+    });
+  }
   probes.forEach((probe, i) => {
-    const cookie = BigInt(i);
+    const cookie = cookies ? BigInt(i) : 0n;
     try {
       if (probe.kind === 'tracepoint') {
         const m = probe.category === 'syscalls' && /^sys_(enter|exit)_(\w+)$/.exec(probe.name);
@@ -246,13 +263,13 @@ function attach(obj, probes, { tracepoint, uprobe, syscalls, pid } = {}) {
           return;
         }
         if (!tracepoint) throw new Error('no program for tracepoints');
-        links.push(obj.attachTracepoint(probe.category, probe.name, tracepoint, { cookie }));
-      } else if (probe.kind === 'uprobe') {
-        if (!uprobe) throw new Error('no program for uprobes');
-        links.push(obj.attachUprobe(probe.binary, probe.offset, uprobe, { cookie, ...(pid && { pid }) }));
+        if (!obj.programs[slot(probe, i)]) throw noSlot(obj, tracepoint, i);
+        links.push(obj.attachTracepoint(probe.category, probe.name, slot(probe, i), { cookie }));
       } else {
-        if (!uprobe) throw new Error('no program for kprobes');
-        links.push(obj.attachKprobe(probe.name, uprobe, { cookie }));
+        if (!uprobe) throw new Error(`no program for ${probe.kind}s`);
+        if (!obj.programs[slot(probe, i)]) throw noSlot(obj, uprobe, i);
+        if (probe.kind === 'uprobe') links.push(obj.attachUprobe(probe.binary, probe.offset, slot(probe, i), { cookie, ...(pid && { pid }) }));
+        else links.push(obj.attachKprobe(probe.name, slot(probe, i), { cookie }));
       }
     } catch (error) {
       failed.push({ probe, error });
@@ -266,6 +283,17 @@ function attach(obj, probes, { tracepoint, uprobe, syscalls, pid } = {}) {
   }
   if (failed.length === probes.length) throw failed[0].error;
   return { links, failed, perfEvents: links.length - (raw.enter.length > 0) - (raw.exit.length > 0) };
+}
+
+/** The error of a probe past the last program of its kind on a kernel without attach cookies. */
+function noSlot(obj, program, i) {
+  const slots = Object.keys(obj.programs).filter((n) => n.startsWith(`${program}_`)).length;
+  return Object.assign(
+    new Error(
+      `this kernel has no attach cookies (bpf_get_attach_cookie, Linux 5.15+), so each probe needs a program of its own, and the object has ${slots} (${program}_N): probe ${i + 1} is not counted; match fewer`,
+    ),
+    { code: 'ENOTSUP' },
+  );
 }
 
 module.exports = { parseSpec, globRegExp, tracefsRoot, listTracepoints, resolveLibrary, listFunctions, listKernelFunctions, expand, attach };

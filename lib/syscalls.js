@@ -11,6 +11,7 @@
 const { log2Buckets, linearBuckets, formatHistogram, histogramJSON } = require('./hist');
 const { Tally, formatTable } = require('./report');
 const { syscallNames, syscallName, syscallNumber } = require('./names');
+const { chooseThreadStorage } = require('./compat');
 
 // syscalls whose tracepoints (the kernel's SYSCALL_DEFINE names) are named otherwise
 const EVENT_NAMES = { newstat: 'stat', newlstat: 'lstat', newfstat: 'fstat', newuname: 'uname', sendfile64: 'sendfile', umount: 'umount2' };
@@ -66,6 +67,7 @@ class SyscallLatency {
 
   /** Sets the object's globals (before it is loaded). */
   configure(obj, pid) {
+    chooseThreadStorage(obj);
     obj.setGlobalVariable('target_pid', pid ?? 0);
     obj.setGlobalVariable('unit_ns', UNITS[this.unit]);
     if (this.linear) {

@@ -11,6 +11,7 @@ const bpf = require('..');
 const { parseArgs } = require('./args');
 const { traceTarget, untilStopped } = require('./target');
 const { LatencySummary } = require('./latency');
+const { chooseThreadStorage } = require('./compat');
 
 /**
  * Traces the syscalls `syscalls` of `-p PID`, of every process, or with
@@ -29,6 +30,7 @@ async function traceSyscalls({ description, object, workload, nodeArgs = [], sys
   let obj, events;
   try {
     obj = bpf.loadBpfProgram(object);
+    chooseThreadStorage(obj);
     obj.setGlobalVariable('target_pid', target.pid ?? 0);
     for (const name of syscalls) {
       obj.attachTracepoint('syscalls', `sys_enter_${name}`, obj.programs[`handle_enter_${name}`]);

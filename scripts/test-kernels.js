@@ -24,7 +24,7 @@ const { bootAndTest } = require('./kernels/vm');
 const { prepareArm64, qemuArm64Args } = require('./kernels/arm64');
 
 /** A VM gets this long to boot and run every test file. */
-const VM_TIMEOUT_MS = Number(process.env.VM_TIMEOUT_S || 480) * 1000;
+const VM_TIMEOUT_MS = Number(process.env.VM_TIMEOUT_S || 900) * 1000;
 const LOGS = path.join(CACHE, 'logs');
 
 for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => process.exit(130));
@@ -142,7 +142,8 @@ async function main() {
   // x86_64 kernels here; other architectures (k.arch) in their own loop below
   const booted = kernels.filter((k) => !k.host && !k.arch);
   const images = booted.map((k) => ({ kernel: k, ...fetchKernel(k) }));
-  const initrd = booted.length ? buildInitramfs({ fixtures }).path : null;
+  const modules = images.map((img) => ({ release: img.release, dir: img.modules }));
+  const initrd = booted.length ? buildInitramfs({ fixtures, modules }).path : null;
 
   for (const k of kernels.filter((x) => x.host)) {
     const release = os.release();

@@ -188,6 +188,19 @@ pub struct Features {
   /// The capabilities that matter to BPF held by this process:
   /// `CAP_BPF`, `CAP_PERFMON`, `CAP_SYS_ADMIN` (root holds all three).
   pub capabilities: Vec<String>,
+  /// Task storage from tracing programs (BPF_MAP_TYPE_TASK_STORAGE and
+  /// `bpf_task_storage_get`, Linux 5.11): without it, the syscall tools keep
+  /// a thread's call in a hash keyed by thread.
+  pub task_storage: bool,
+  /// `bpf_get_attach_cookie` in kprobe, uprobe and tracepoint programs
+  /// (Linux 5.15): without it, attach calls take no `cookie`, and funccount
+  /// and trace_event_loop tell their probes apart otherwise.
+  pub attach_cookie: bool,
+  /// `bpf_loop` (Linux 5.17).
+  pub bpf_loop: bool,
+  /// BPF atomic instructions that return the old value (`x =
+  /// __sync_fetch_and_add(...)`, Linux 5.12).
+  pub atomic_fetch: bool,
   /// The kernel release (uname -r), for messages.
   pub release: String,
   /// How many values a per-CPU map holds (possible CPUs).
@@ -241,6 +254,10 @@ pub fn features() -> Features {
     perf_buffer,
     not_permitted,
     capabilities,
+    task_storage: task_storage_available(),
+    attach_cookie: helper_available(&[TRACEPOINT], libbpf_sys::BPF_FUNC_get_attach_cookie),
+    bpf_loop: helper_available(&[TRACEPOINT], libbpf_sys::BPF_FUNC_loop),
+    atomic_fetch: atomic_fetch_loads(),
     release: std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default().trim().to_string(),
     possible_cpus: libbpf_rs::num_possible_cpus().unwrap_or(1) as u32,
   }
@@ -302,6 +319,66 @@ fn fentry_loads() -> bool {
       return false;
     }
     let fd = load_return_zero(libbpf_sys::BPF_PROG_TYPE_TRACING, libbpf_sys::BPF_TRACE_FENTRY, btf_id as u32);
+    if fd >= 0 {
+      libc::close(fd);
+    }
+    fd >= 0
+  }
+}
+
+const TRACEPOINT: libbpf_sys::bpf_prog_type = libbpf_sys::BPF_PROG_TYPE_TRACEPOINT;
+const RAW_TRACEPOINT: libbpf_sys::bpf_prog_type = libbpf_sys::BPF_PROG_TYPE_RAW_TRACEPOINT;
+
+/// Whether programs of every type of `types` may call the helper: libbpf's
+/// probe loads a program that calls it.
+fn helper_available(types: &[libbpf_sys::bpf_prog_type], helper: libbpf_sys::bpf_func_id) -> bool {
+  crate::libbpf_log::install();
+  // SAFETY: libbpf's probe loads and closes a program of its own; no options.
+  types.iter().all(|&t| unsafe { libbpf_sys::libbpf_probe_bpf_helper(t, helper, std::ptr::null()) } == 1)
+}
+
+/// Task storage as the syscall tools use it: the map type, and
+/// `bpf_task_storage_get` with `bpf_get_current_task_btf` in tracing programs.
+pub fn task_storage_available() -> bool {
+  // SAFETY: libbpf's probe makes and closes a map of its own; no options.
+  let map = unsafe { libbpf_sys::libbpf_probe_bpf_map_type(libbpf_sys::BPF_MAP_TYPE_TASK_STORAGE, std::ptr::null()) } == 1;
+  let types = [TRACEPOINT, RAW_TRACEPOINT];
+  map
+    && helper_available(&types, libbpf_sys::BPF_FUNC_task_storage_get)
+    && helper_available(&types, libbpf_sys::BPF_FUNC_get_current_task_btf)
+}
+
+/// Loads `*(u64 *)(r10 - 8) = 0; r1 = 1; r1 = atomic_fetch_add(r10 - 8, r1);
+/// r0 = 0; exit`: kernels before 5.12 refuse the fetch ("BPF_STX uses
+/// reserved fields").
+fn atomic_fetch_loads() -> bool {
+  // SAFETY: plain libbpf calls with valid arguments; the fd is closed.
+  unsafe {
+    let mut insns: [libbpf_sys::bpf_insn; 5] = std::mem::zeroed();
+    insns[0].code = 0x7a; // BPF_ST | BPF_MEM | BPF_DW
+    insns[0].set_dst_reg(10);
+    insns[0].off = -8;
+    insns[1].code = 0xb7; // r1 = 1
+    insns[1].set_dst_reg(1);
+    insns[1].imm = 1;
+    insns[2].code = 0xdb; // BPF_STX | BPF_ATOMIC | BPF_DW
+    insns[2].set_dst_reg(10);
+    insns[2].set_src_reg(1);
+    insns[2].off = -8;
+    insns[2].imm = 0x01; // BPF_ADD | BPF_FETCH
+    insns[3].code = 0xb7; // r0 = 0
+    insns[4].code = 0x95; // exit
+    let mut opts: libbpf_sys::bpf_prog_load_opts = std::mem::zeroed();
+    opts.sz = std::mem::size_of::<libbpf_sys::bpf_prog_load_opts>() as _;
+    let license = CString::new("GPL").unwrap();
+    let fd = libbpf_sys::bpf_prog_load(
+      libbpf_sys::BPF_PROG_TYPE_SOCKET_FILTER,
+      std::ptr::null(),
+      license.as_ptr(),
+      insns.as_ptr(),
+      insns.len() as _,
+      &mut opts,
+    );
     if fd >= 0 {
       libc::close(fd);
     }

@@ -12,7 +12,7 @@ use crate::{
   btf,
   buffer::{self, BufferOptions, NativeBuffer, OpenRequest},
   error::{err, guard, BpfError, BpfResult, Code, Result},
-  object::{borrow, ObjectHandle, ObjectState, Shared},
+  object::{borrow, ObjectHandle, ObjectState, Shared, Stage},
   tsfn::DispatchArgs,
 };
 
@@ -59,6 +59,29 @@ impl ObjectHandle {
       // SAFETY: a map of the live object.
       let map_type = MapType::from(unsafe { libbpf_sys::bpf_map__type(raw) });
       Ok(NativeMap { state: self.state.clone(), info, map_type })
+    })
+  }
+
+  /// Whether the map is made when the object loads (default true). A map
+  /// of a type the kernel lacks (task storage before 5.11) is left out this
+  /// way, with the programs that use it left out or branching around it.
+  /// Only before load (ERR_BPF_READ_ONLY after).
+  #[napi]
+  pub fn set_map_autocreate(&self, name: String, autocreate: bool) -> Result<()> {
+    guard(|| {
+      let mut state = self.state()?;
+      if !state.maps.contains(&name) {
+        return Err(unknown_map(&state, &name));
+      }
+      let source = state.source.clone();
+      match &mut state.stage {
+        Stage::Open(open) => {
+          let mut map = open.maps_mut().find(|m| m.name() == name.as_str()).expect("listed at open");
+          map.set_autocreate(autocreate).map_err(|e| BpfError::libbpf(Code::InvalidValue, format!("map '{name}'"), &e))
+        }
+        Stage::Closed => state.closed(),
+        _ => err(Code::ReadOnly, format!("{source} is loaded already: call setMapAutocreate('{name}', ...) before load() and before the first attach or getMap()")),
+      }
     })
   }
 

@@ -173,8 +173,16 @@ impl ObjectState {
         format!("{} has no program named '{name}'; its programs are: {}", self.source, known.join(", ")),
       );
     }
+    let source = self.source.clone();
     let obj = self.ensure_loaded()?;
-    Ok(obj.progs_mut().find(|p| p.name() == name).expect("listed at open"))
+    let prog = obj.progs_mut().find(|p| p.name() == name).expect("listed at open");
+    if !prog.autoload() {
+      return err(
+        Code::Load,
+        format!("{source}: program '{name}' was not loaded (its autoload is false): set programs.{name}.autoload = true before load"),
+      );
+    }
+    Ok(prog)
   }
 
   /// A loaded map by name.

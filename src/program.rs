@@ -7,7 +7,7 @@ use napi_derive::napi;
 
 use crate::{
   error::{err, guard, BpfResult, Code, Result},
-  object::{borrow, Shared},
+  object::{borrow, Shared, Stage},
 };
 
 /// A program of an object, as `obj.programs.<name>`; attach calls take it
@@ -45,12 +45,61 @@ impl BpfProgram {
   pub fn stats(&self) -> Result<ProgramStats> {
     guard(|| self.read_stats())
   }
+
+  /// Whether the program goes into the kernel when the object loads
+  /// (default true; false for `SEC("?...")` programs). A program that is
+  /// not loaded cannot be attached: how an object carries fallbacks for
+  /// other kernels, loading only the ones the running kernel can take.
+  #[napi(getter)]
+  pub fn autoload(&self) -> Result<bool> {
+    guard(|| self.read_autoload())
+  }
+
+  /// Sets `autoload`, before the object loads (ERR_BPF_READ_ONLY after).
+  #[napi(setter)]
+  pub fn set_autoload(&self, autoload: bool) -> Result<()> {
+    guard(|| {
+      let mut state = borrow(&self.state)?;
+      let source = state.source.clone();
+      match &mut state.stage {
+        Stage::Open(open) => {
+          let mut prog = open.progs_mut().find(|p| p.name() == self.name.as_str()).expect("listed at open");
+          prog.set_autoload(autoload);
+          Ok(())
+        }
+        Stage::Closed => state.closed(),
+        _ => err(
+          Code::ReadOnly,
+          format!(
+            "{source} is loaded already: set programs.{}.autoload before load() and before the first attach or getMap()",
+            self.name
+          ),
+        ),
+      }
+    })
+  }
 }
 
 impl BpfProgram {
+  fn read_autoload(&self) -> BpfResult<bool> {
+    let state = borrow(&self.state)?;
+    match &state.stage {
+      Stage::Open(open) => Ok(open.progs().find(|p| p.name() == self.name.as_str()).expect("listed at open").autoload()),
+      Stage::Loaded(obj) => Ok(obj.progs().find(|p| p.name() == self.name.as_str()).expect("listed at open").autoload()),
+      Stage::Closed => state.closed(),
+      Stage::Failed(why) => err(Code::Load, format!("{} could not be loaded: {why}", state.source)),
+    }
+  }
+
   /// The program's `bpf_prog_info`. libbpf-rs reads it only while listing
   /// every program of the system (ProgInfoIter); this asks for one fd.
   fn read_stats(&self) -> BpfResult<ProgramStats> {
+    if !self.read_autoload()? {
+      return err(
+        Code::Load,
+        format!("program '{}' was not loaded (its autoload is false), so the kernel has no counters of it", self.name),
+      );
+    }
     let mut state = borrow(&self.state)?;
     let fd = state.program(&self.name)?.as_fd().as_raw_fd();
     let mut info = libbpf_sys::bpf_prog_info::default();

@@ -6,6 +6,7 @@
  * arguments from. Kernels without kprobes refuse the attach (not the load). */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
+#include "compat.bpf.h"
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 #include "kprobe_openat.h"
@@ -51,7 +52,7 @@ int BPF_KSYSCALL(handle_openat_entry, int dfd, const char *filename)
 	if (!trace_allowed())
 		return 0;
 	__sync_fetch_and_add(&enter_count, 1);
-	entry_cookie = bpf_get_attach_cookie(ctx);
+	entry_cookie = attach_cookie(ctx);
 	if (bpf_map_update_elem(&starts, &tid, &zero, BPF_ANY))
 		return 0;
 	s = bpf_map_lookup_elem(&starts, &tid);

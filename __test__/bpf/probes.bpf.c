@@ -4,6 +4,7 @@
  * kernels) and the raw tracepoint test. */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
+#include "compat.bpf.h"
 #include <bpf/bpf_tracing.h>
 
 const volatile __u32 target_pid = 0;
@@ -60,7 +61,7 @@ int handle_raw_sys_enter(struct bpf_raw_tracepoint_args *ctx)
 SEC("tp/syscalls/sys_enter_getppid")
 int handle_cookie_getppid(void *ctx)
 {
-	__u64 cookie = bpf_get_attach_cookie(ctx), one = 1, *count;
+	__u64 cookie = attach_cookie(ctx), one = 1, *count;
 
 	if (!trace_allowed())
 		return 0;

@@ -44,7 +44,10 @@ int handle_enter_getppid(void *ctx)
 	rec.pid = id >> 32;
 	rec.tid = (__u32)id;
 	rec.ts = bpf_ktime_get_ns();
-	rec.seq = __sync_fetch_and_add(&seq, 1);
+	/* one producer thread: read, then add (an atomic fetch-and-add needs
+	 * Linux 5.12: 5.10 refuses it, "BPF_STX uses reserved fields") */
+	rec.seq = seq;
+	__sync_fetch_and_add(&seq, 1);
 	if (sink == SINK_PERF) {
 		if (bpf_perf_event_output(ctx, &perf_events, BPF_F_CURRENT_CPU, &rec, sizeof(rec)))
 			__sync_fetch_and_add(&perf_errors, 1);

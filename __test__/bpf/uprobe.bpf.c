@@ -2,6 +2,7 @@
 /* Test program: uprobe/uretprobe on a user function, and a counter for uv__io_poll. */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
+#include "compat.bpf.h"
 #include <bpf/bpf_tracing.h>
 #include "uprobe.h"
 
@@ -85,7 +86,7 @@ struct {
 SEC("uprobe.multi")
 int handle_multi(struct pt_regs *ctx)
 {
-	__u64 cookie = bpf_get_attach_cookie(ctx), one = 1, *count;
+	__u64 cookie = attach_cookie(ctx), one = 1, *count;
 
 	count = bpf_map_lookup_elem(&multi_counts, &cookie);
 	if (count)

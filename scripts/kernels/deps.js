@@ -7,7 +7,7 @@ const path = require('node:path');
 const { execFileSync } = require('node:child_process');
 const { ROOT, log, run, have } = require('./common');
 
-/** Debian packages of the host tools: [package, present?]. */
+/** Debian packages of the host tools that are missing. */
 function missingPackages() {
   const need = [];
   const dpkgHas = (pkg) => {
@@ -25,6 +25,8 @@ function missingPackages() {
   if (!have('bpftool')) need.push('bpftool');
   if (!have('nm') || !have('readelf')) need.push('binutils');
   if (!have('dpkg-deb') || !have('apt-get')) need.push('dpkg');
+  // cachestat's test makes a vfat image in the VM (busybox has no mkfs.vfat)
+  if (!have('mkfs.vfat')) need.push('dosfstools');
   return need;
 }
 
@@ -56,15 +58,25 @@ function ensureBuilt() {
 }
 
 /**
- * Builds every __test__/fixtures/*.c on the host, as the tests would
- * (helpers.buildFixture): the VM has no gcc. Returns the binaries.
+ * Fixtures the tests build with extra flags as well (symbols.test.js: the
+ * same C++ source with three forms of DWARF).
+ */
+const FIXTURE_FLAGS = {
+  member_offsets: [['-gdwarf-4'], ['-gdwarf-5'], ['-gdwarf-2', '-gstrict-dwarf']],
+};
+
+/**
+ * Builds every __test__/fixtures/*.c and *.cpp on the host, as the tests
+ * would (helpers.buildFixture), with FIXTURE_FLAGS' variants: the VM has no
+ * gcc or g++. Returns the binaries.
  */
 function prebuildFixtures() {
   const { buildFixture } = require('../../__test__/helpers');
   return fs
     .readdirSync(path.join(ROOT, '__test__', 'fixtures'))
-    .filter((f) => f.endsWith('.c'))
-    .map((f) => buildFixture(f.slice(0, -2)));
+    .map((f) => /^(.*)\.(c|cpp)$/.exec(f)?.[1])
+    .filter(Boolean)
+    .flatMap((name) => [buildFixture(name), ...(FIXTURE_FLAGS[name] ?? []).map((flags) => buildFixture(name, flags))]);
 }
 
 module.exports = { ensureTools, ensureBuilt, prebuildFixtures };

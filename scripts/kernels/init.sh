@@ -5,6 +5,8 @@
 # NODE_LIBBPF_RESULT line for scripts/test-kernels.js, and powers off.
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin
 export HOME=/root TMPDIR=/tmp LANG=C.UTF-8
+# the tests that measure what TCG's timing can change read it (buffers.test.js)
+export NODE_LIBBPF_QEMU_TCG=1
 
 mount -t devtmpfs devtmpfs /dev 2>/dev/null
 exec </dev/console >/dev/console 2>&1
@@ -19,6 +21,12 @@ mount -t devpts devpts /dev/pts
 mount -t tmpfs -o mode=1777 tmpfs /dev/shm
 ip link set lo up
 hostname node-libbpf-vm
+# loop and vfat (scripts/kernels/fetch.js MODULES): cachestat's test mounts
+# a disk image, to have a page cache in front of a block device
+modules=/lib/modules/$(uname -r)
+if [ -f "$modules/order" ]; then
+	while read -r m; do insmod "$modules/$m" || echo "insmod $m failed"; done <"$modules/order"
+fi
 
 . /etc/node-libbpf-tests.conf
 

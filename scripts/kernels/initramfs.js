@@ -1,7 +1,8 @@
 'use strict';
 // The test VM's initramfs: busybox (static) as /init's shell, node and the
 // shared libraries it and the other binaries load (ldd), the host programs
-// the tests run (TOOLS: bpftool, nm, readelf, bash, script), the project (the
+// the tests run (TOOLS: bpftool, nm, readelf, bash, script, mkfs.vfat), each kernel's
+// modules for a loop-mounted vfat (cachestat's test), the project (the
 // built addon, the tests, their BPF objects and their fixture binaries), at
 // the same paths as on the host. Rebuilt only when the hash of its inputs changes.
 const crypto = require('node:crypto');
@@ -40,9 +41,10 @@ const which = (cmd) => run('sh', ['-c', 'command -v "$1"', 'sh', cmd]).trim();
 /**
  * Host programs the tests run, packed when the host has them: bpftool
  * (cleanup tests), nm and readelf (uprobe offset test), bash and util-linux's
- * script (bashreadline tests: an interactive bash on a pty).
+ * script (bashreadline tests: an interactive bash on a pty), mkfs.vfat
+ * (cachestat's test: a disk image to loop-mount).
  */
-const TOOLS = ['bpftool', 'nm', 'readelf', 'bash', 'script'];
+const TOOLS = ['bpftool', 'nm', 'readelf', 'bash', 'script', 'mkfs.vfat'];
 
 /** Every file of `dir` (recursively), as absolute paths. */
 function walk(dir) {
@@ -89,9 +91,14 @@ function projectFiles() {
  * What goes into the image: `{ dest, src }` (a host file, content and mtime
  * kept), `{ dest, text, mode }` or `{ dest, link }`.
  */
-function entries({ fixtures }) {
+function entries({ fixtures, modules = [] }) {
   const list = [];
   const file = (src, dest = imagePath(src)) => list.push({ dest, src: fs.realpathSync(src) });
+
+  // each kernel's modules (loop, vfat: fetch.js MODULES), which /init loads
+  for (const { release, dir } of modules) {
+    for (const f of fs.readdirSync(dir)) file(path.join(dir, f), `/usr/lib/modules/${release}/${f}`);
+  }
 
   // binaries and their libraries
   const tools = TOOLS.filter(have).map(which);
@@ -186,11 +193,11 @@ function pack(list, stage, out) {
 }
 
 /** The initramfs path, (re)built if an input changed. */
-function buildInitramfs({ fixtures }) {
+function buildInitramfs({ fixtures, modules }) {
   fs.mkdirSync(CACHE, { recursive: true });
   const out = path.join(CACHE, 'initramfs.cpio');
   const stamp = path.join(CACHE, 'initramfs.hash');
-  const list = entries({ fixtures });
+  const list = entries({ fixtures, modules });
   const hash = hashOf(list);
   if (fs.existsSync(out) && fs.existsSync(stamp) && fs.readFileSync(stamp, 'utf8').trim() === hash) {
     log(`initramfs up to date (${(fs.statSync(out).size / 1e6).toFixed(0)} MB, ${list.length} entries)`);

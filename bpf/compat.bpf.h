@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* What older kernels lack, chosen at load from the running kernel's own BTF
+ * (CO-RE: libbpf resolves each check to a constant, and the verifier never
+ * walks the branch not taken), as libbpf-tools' compat.bpf.h does. */
+#ifndef __COMPAT_BPF_H
+#define __COMPAT_BPF_H
+
+#include <bpf/bpf_core_read.h>
+
+/* bpf_get_attach_cookie(): kprobes, uprobes and tracepoints since 5.15 */
+#define HAVE_ATTACH_COOKIE bpf_core_enum_value_exists(enum bpf_func_id, BPF_FUNC_get_attach_cookie)
+
+/* the attachment's cookie, 0 on kernels without attach cookies (their
+ * attach calls take none: bpf.features().attachCookie) */
+static __always_inline __u64 attach_cookie(void *ctx)
+{
+	return HAVE_ATTACH_COOKIE ? bpf_get_attach_cookie(ctx) : 0;
+}
+
+/*
+ * Per-thread storage: task storage where the kernel lets tracing programs
+ * use it (no insert and delete per call, nothing left behind by a thread
+ * that exits), else (before 5.11) a hash keyed by thread id. User space
+ * chooses before load from bpf.features().taskStorage (lib/compat.js
+ * chooseThreadStorage): it sets use_task_storage and leaves the other map
+ * out. THREAD_STORAGE(name, type) (once per object) declares both maps,
+ * `name` and `name_by_tid`, and use_task_storage; thread_storage_get(name,
+ * create) is this thread's value or NULL; thread_storage_done(name)
+ * forgets it (the hash only).
+ */
+#define THREAD_STORAGE_MAX 16384
+
+#define THREAD_STORAGE(name, value_type)				\
+	const volatile bool use_task_storage = true;			\
+	struct {							\
+		__uint(type, BPF_MAP_TYPE_TASK_STORAGE);		\
+		__uint(map_flags, BPF_F_NO_PREALLOC);			\
+		__type(key, int);					\
+		__type(value, value_type);				\
+	} name SEC(".maps");						\
+	struct {							\
+		__uint(type, BPF_MAP_TYPE_HASH);			\
+		__uint(map_flags, BPF_F_NO_PREALLOC);			\
+		__uint(max_entries, THREAD_STORAGE_MAX);		\
+		__type(key, __u32);					\
+		__type(value, value_type);				\
+	} name##_by_tid SEC(".maps");					\
+	/* the hash's new entries start from this */			\
+	static const value_type name##_zero = {}
+
+#define thread_storage_get(name, create) ({				\
+	void *__v;							\
+	if (use_task_storage) {						\
+		__v = bpf_task_storage_get(&name, bpf_get_current_task_btf(), 0, \
+					   (create) ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0); \
+	} else {							\
+		__u32 __tid = (__u32)bpf_get_current_pid_tgid();	\
+		__v = bpf_map_lookup_elem(&name##_by_tid, &__tid);	\
+		if (!__v && (create)) {					\
+			bpf_map_update_elem(&name##_by_tid, &__tid, &name##_zero, BPF_NOEXIST); \
+			__v = bpf_map_lookup_elem(&name##_by_tid, &__tid); \
+		}							\
+	}								\
+	__v;								\
+})
+
+#define thread_storage_done(name) ({					\
+	if (!use_task_storage) {					\
+		__u32 __tid = (__u32)bpf_get_current_pid_tgid();	\
+		bpf_map_delete_elem(&name##_by_tid, &__tid);		\
+	}								\
+})
+
+#endif /* __COMPAT_BPF_H */
