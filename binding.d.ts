@@ -120,6 +120,15 @@ export declare class NativeMap {
    * `dispatch`, a batch per call, with the CPU of each record.
    */
   openPerfBuffer(dispatch: (data: Buffer, ends: Uint32Array, cpus: Uint32Array | null, losses: number[] | null) => void, options?: BufferOptions): NativeBuffer
+  /**
+   * Copies the bytes of a BPF_F_MMAPABLE array map from `offset` into
+   * `target` (all of it), through a mapping of the map into this process:
+   * no syscall once mapped (the first call maps it). Values are
+   * `valueSize` rounded up to 8 bytes apart. Counters the kernel is
+   * bumping meanwhile are read as they are at that instant, each 8-byte
+   * word whole.
+   */
+  readMapped(target: Buffer, offset: number): void
 }
 
 /**
@@ -349,7 +358,10 @@ export declare function features(): Features
 export interface Features {
   /** The kernel's own BTF (/sys/kernel/btf/vmlinux): CO-RE works. */
   btf: boolean
-  /** tracefs is (or could be) mounted: tracepoints can be attached. */
+  /**
+   * The kernel has tracepoints (tracefs is mounted, or can be);
+   * `notPermitted` says when this process may not attach them.
+   */
   tracepoints: boolean
   /** Where tracefs is mounted (`/sys/kernel/tracing`), when it is. */
   tracefs?: string
@@ -365,6 +377,17 @@ export interface Features {
   ringBuffer: boolean
   /** BPF_MAP_TYPE_PERF_EVENT_ARRAY maps. */
   perfBuffer: boolean
+  /**
+   * Features the kernel has that this process may not use, with the
+   * reason (`tracepoints: tracefs is not readable ...`): without CAP_BPF
+   * (maps, programs), CAP_PERFMON (tracing), or where tracefs is root's.
+   */
+  notPermitted: Array<string>
+  /**
+   * The capabilities that matter to BPF held by this process:
+   * `CAP_BPF`, `CAP_PERFMON`, `CAP_SYS_ADMIN` (root holds all three).
+   */
+  capabilities: Array<string>
   /**
    * Task storage from tracing programs (BPF_MAP_TYPE_TASK_STORAGE and
    * `bpf_task_storage_get`, Linux 5.11): without it, the syscall tools keep
@@ -430,6 +453,26 @@ export interface GlobalInfo {
   /** How the codec reads it. */
   layout: TypeLayout
 }
+
+/** A thread node-libbpf runs in this process. */
+export interface LibraryThread {
+  /** `node-libbpf-poller`, `node-libbpf-release` (the thread's comm). */
+  name: string
+  /**
+   * The kernel's thread id (`gettid()`, what BPF's
+   * `bpf_get_current_pid_tgid()` has in its low 32 bits).
+   */
+  tid: number
+}
+
+/**
+ * The threads node-libbpf runs in this process, each with its kernel
+ * thread id. Starts them first if they are not running yet (they sleep
+ * until needed), so that the list is complete and does not change later:
+ * a program that leaves these tids out never counts the library's own
+ * work (`bpf/node_libbpf.bpf.h` does it on the BPF side).
+ */
+export declare function libraryThreads(): Array<LibraryThread>
 
 /** Options of `loadBpfProgram`. */
 export interface LoadOptions {

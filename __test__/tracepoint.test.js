@@ -6,7 +6,7 @@ const assert = require('node:assert');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { bpf, objectPath, waitFor, twoFiles, openBoth } = require('./helpers');
+const { bpf, objectPath, waitFor, twoFiles, openBoth, throwsCode } = require('./helpers');
 
 const K = 25;
 const ENOENT = 2;
@@ -150,6 +150,19 @@ test('a raw tracepoint counts exactly the getppid calls made', (t) => {
   const before = obj.getGlobalVariable('raw_tp_hits');
   for (let i = 0; i < n; i++) process.ppid; // eslint-disable-line no-unused-expressions
   assert.strictEqual(obj.getGlobalVariable('raw_tp_hits') - before, BigInt(n));
+});
+
+test('a tp_btf program attaches with attachRawTracepoint and counts exactly the getppid calls made', (t) => {
+  const obj = bpf.loadBpfProgram(objectPath('probes'));
+  t.after(() => obj.close());
+  obj.setGlobalVariable('target_pid', process.pid);
+  throwsCode(assert, () => obj.attachRawTracepoint('sys_exit', 'handle_btf_sys_enter'), 'ERR_INVALID_ARG_TYPE', /SEC\("tp_btf\/sys_enter"\) program attaches to the raw tracepoint sys_enter, not sys_exit/);
+  const link = obj.attachRawTracepoint('sys_enter', 'handle_btf_sys_enter');
+  assert.ok(link.attached);
+  const n = 19;
+  const before = obj.getGlobalVariable('tp_btf_hits');
+  for (let i = 0; i < n; i++) process.ppid; // eslint-disable-line no-unused-expressions
+  assert.strictEqual(obj.getGlobalVariable('tp_btf_hits') - before, BigInt(n));
 });
 
 test('tracefs missing: the library mounts it at /sys/kernel/tracing (as root)', (t) => {

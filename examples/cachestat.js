@@ -130,6 +130,4 @@ async function main() {
   }
 }
 
-if (require.main === module) run(main);
-
-module.exports = { cacheStats, EVENTS };
+run(main);

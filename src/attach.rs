@@ -323,8 +323,21 @@ impl ObjectHandle {
     options: Option<AttachOptions>,
   ) -> Result<BpfLink> {
     guard(|| {
-      let opts = libbpf_rs::RawTracepointOpts { cookie: cookie(&options.unwrap_or_default().cookie), ..Default::default() };
+      let cookie = cookie(&options.unwrap_or_default().cookie);
+      let opts = libbpf_rs::RawTracepointOpts { cookie, ..Default::default() };
       self.attach_with(&prog, format!("raw tracepoint {name}"), RAW_TRACEPOINT, |p| {
+        // a tp_btf program names its tracepoint in its SEC() and attaches through BTF
+        if p.prog_type() == ProgramType::Tracing {
+          let section = p.section().to_string_lossy().into_owned();
+          let target = section.strip_prefix("tp_btf/").unwrap_or(&section);
+          if target != name {
+            return err(Code::InvalidArg, format!("a SEC(\"{section}\") program attaches to the raw tracepoint {target}, not {name}"));
+          }
+          if cookie != 0 {
+            return err(Code::NotSupported, format!("a SEC(\"{section}\") program takes no cookie; use a SEC(\"raw_tp/{name}\") program for one"));
+          }
+          return p.attach_trace().map(|l| vec![l]).map_err(|e| BpfError::libbpf(Code::Attach, "tp_btf tracepoint", &e));
+        }
         p.attach_raw_tracepoint_with_opts(&name, opts).map(|l| vec![l]).map_err(|e| match crate::error::errno_of(&e) {
           Some(libc::ENOENT) => BpfError::new(Code::UnknownName, format!("raw tracepoint {name} does not exist on this kernel")),
           _ => BpfError::libbpf(Code::Attach, "raw tracepoint", &e),

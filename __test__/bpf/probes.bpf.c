@@ -12,6 +12,7 @@ const volatile __u32 target_pid = 0;
 __u64 kprobe_hits = 0;
 __u64 kretprobe_hits = 0;
 __u64 raw_tp_hits = 0;
+__u64 tp_btf_hits = 0;
 
 /* calls counted by attach cookie */
 struct {
@@ -55,6 +56,15 @@ int handle_raw_sys_enter(struct bpf_raw_tracepoint_args *ctx)
 {
 	if (trace_allowed() && ctx->args[1] == NR_GETPPID)
 		__sync_fetch_and_add(&raw_tp_hits, 1);
+	return 0;
+}
+
+/* the same tracepoint through BTF: typed arguments */
+SEC("tp_btf/sys_enter")
+int BPF_PROG(handle_btf_sys_enter, struct pt_regs *regs, long id)
+{
+	if (trace_allowed() && id == NR_GETPPID)
+		__sync_fetch_and_add(&tp_btf_hits, 1);
 	return 0;
 }
 
