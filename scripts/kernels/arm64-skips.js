@@ -4,8 +4,7 @@
 // there with the reason printed (`# SKIP arm64 VM: <reason>`). The userland
 // is Debian 12's arm64 packages, not the host's programs, which is where
 // these differ; each entry says why.
-const Module = require('node:module');
-const path = require('node:path');
+const { skipTests } = require('./skip-tests');
 
 const DEBIAN_NODE =
   "Debian's node links libuv as a shared library (libuv.so.1, stripped), so the node binary has no uv__io_poll symbol to probe";
@@ -22,27 +21,4 @@ const SKIPS = [
   { file: 'uprobe.test.js', name: /^self-tracing through a ring buffer/, reason: DEBIAN_NODE },
 ];
 
-const file = path.basename(process.argv[1] || '');
-const mine = SKIPS.filter((s) => s.file === file);
-
-if (mine.length) {
-  const load = Module._load;
-  let wrapped;
-  Module._load = function (request, ...rest) {
-    const real = load.call(this, request, ...rest);
-    if (request !== 'node:test' && request !== 'test') return real;
-    if (!wrapped) {
-      const wrap = (fn) =>
-        function (name, options, body) {
-          const skip = typeof name === 'string' && mine.find((s) => s.name.test(name));
-          if (!skip) return fn.apply(this, arguments);
-          if (typeof options === 'function') [options, body] = [{}, options];
-          return fn.call(this, name, { ...(options || {}), skip: `arm64 VM: ${skip.reason}` }, body);
-        };
-      wrapped = Object.assign(wrap(real), real);
-      wrapped.test = wrapped;
-      wrapped.it = wrap(real.it);
-    }
-    return wrapped;
-  };
-}
+skipTests(SKIPS, 'arm64 VM');

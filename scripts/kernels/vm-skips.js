@@ -6,8 +6,7 @@
 // DENYLIST does in BPF CI. Each entry says why, and what would let it run.
 // (A caveat: node:test reports the `location` of every test of a file with
 // an entry here as this file; the stack traces still name the test file.)
-const Module = require('node:module');
-const path = require('node:path');
+const { skipTests } = require('./skip-tests');
 
 const LATE = 'timer wakeups under TCG are sometimes over 1 ms late, so a 1 ms sleep can land in the 2-4 ms bucket or later';
 const SKIPS = [
@@ -32,27 +31,4 @@ const SKIPS = [
   },
 ];
 
-const file = path.basename(process.argv[1] || '');
-const mine = SKIPS.filter((s) => s.file === file);
-
-if (mine.length) {
-  const load = Module._load;
-  let wrapped;
-  Module._load = function (request, ...rest) {
-    const real = load.call(this, request, ...rest);
-    if (request !== 'node:test' && request !== 'test') return real;
-    if (!wrapped) {
-      const wrap = (fn) =>
-        function (name, options, body) {
-          const skip = typeof name === 'string' && mine.find((s) => s.name.test(name));
-          if (!skip) return fn.apply(this, arguments);
-          if (typeof options === 'function') [options, body] = [{}, options];
-          return fn.call(this, name, { ...(options || {}), skip: `qemu TCG: ${skip.reason}` }, body);
-        };
-      wrapped = Object.assign(wrap(real), real);
-      wrapped.test = wrapped;
-      wrapped.it = wrap(real.it);
-    }
-    return wrapped;
-  };
-}
+skipTests(SKIPS, 'qemu TCG');
