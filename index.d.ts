@@ -458,3 +458,14 @@ export declare function monitor(options?: MonitorOptions): Monitor
  * not loaded yet to node-libbpf's own threads; returns their tids.
  */
 export declare function excludeLibraryThreads(obj: BpfObject): number[]
+
+/**
+ * The path of a BPF object the package ships, compiled for `arch` (`x86`
+ * or `arm64`, or Node's `x64`; default: this process's):
+ * `objectPath('syscall_hist')` -> `.../node-libbpf/bpf/x86/syscall_hist.bpf.o`.
+ * A name the package does not ship is an `ENOENT` error that lists them.
+ */
+export declare function objectPath(name: string, options?: { arch?: 'x86' | 'arm64' | 'x64' }): string
+
+/** The names of the BPF objects the package ships for `arch` (default: this process's). */
+export declare function objectNames(options?: { arch?: 'x86' | 'arm64' | 'x64' }): string[]

@@ -56,10 +56,11 @@ obj.getMap('rb').openRingBuffer((raw) => { const b: Buffer = raw; });
 const prog: bpf.BpfProgram = obj.programs.handle_enter_getppid;
 obj.attachTracepoint('syscalls', 'sys_enter_getppid', 'handle_enter_getppid');
 obj.attachTracepoint('syscalls', 'sys_enter_getppid', prog);
-const untyped = bpf.loadBpfProgram('other.bpf.o');
+const untyped = bpf.loadBpfProgram(bpf.objectPath('file_io', { arch: 'arm64' }));
+const shipped: string[] = bpf.objectNames();
 untyped.getMap('anything').get(1);
 const features: boolean = bpf.features().kprobes;
-console.log(settings, greeting, count, perCpu, stack, features);
+console.log(settings, greeting, count, perCpu, stack, features, shipped);
 `;
 
 test('the generated declarations type-check real usage (tsc --strict)', () => {
