@@ -37,6 +37,17 @@ test('the exports map: the entry, the public helpers with their types, no intern
   assert.throws(() => bpf.objectPath('syscall_hist', { arch: 'riscv64' }), { code: 'ERR_BPF_ARCH', message: /x86 \(x64\) and arm64/ });
 });
 
+test('what the types and the exporters need is declared: optional peer dependencies, never bundled', () => {
+  const pkg = require('../package.json');
+  // index.d.ts uses Node's types; lib/prometheus.js and lib/opentelemetry.js
+  // take the user's own prom-client and OpenTelemetry SDK
+  for (const name of ['@types/node', 'prom-client', '@opentelemetry/api', '@opentelemetry/sdk-metrics']) {
+    assert.ok(pkg.peerDependencies?.[name], `${name} is a peer dependency`);
+    assert.strictEqual(pkg.peerDependenciesMeta?.[name]?.optional, true, `${name} is optional`);
+    assert.ok(!pkg.dependencies?.[name], `${name} is not bundled`);
+  }
+});
+
 test('ES modules import the entry by name', () => {
   const r = spawnSync(process.execPath, ['--input-type=module', '-e', "import { loadBpfProgram, features, objectPath } from 'node-libbpf'; import bpf from 'node-libbpf'; console.log(typeof loadBpfProgram, typeof features, bpf.objectPath === objectPath)"], {
     cwd: root,
