@@ -174,7 +174,8 @@ async function main() {
     const release = vm.result?.release || vm.booted?.release || img.release;
     let l;
     if (!vm.result) {
-      const why = vm.timedOut ? `no result within ${secs(VM_TIMEOUT_MS / 1000)}` : `qemu exited (${vm.exit}) without a result`;
+      const lockup = /soft lockup - CPU#\d+ stuck/.test(vm.text || '') ? ' (a soft lockup: the kernel panicked, its backtraces are in the log)' : '';
+      const why = (vm.timedOut ? `no result within ${secs(VM_TIMEOUT_MS / 1000)}` : `qemu exited (${vm.exit}) without a result`) + lockup;
       l = line(release, {}, `${why}${vm.booted ? '' : ', /init did not start'}; log: ${path.relative(ROOT, logFile)}`);
     } else {
       const num = (k) => (vm.result[k] === '' || vm.result[k] === undefined ? undefined : Number(vm.result[k]));

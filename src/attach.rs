@@ -30,6 +30,7 @@ impl BpfLink {
   pub fn detach(&self) -> Result<()> {
     guard(|| {
         let link = borrow(&self.state)?.links.remove(&self.id);
+        let _hooks = crate::release::hooks();
         drop(link);
         Ok(())
     })
@@ -136,6 +137,7 @@ impl ObjectHandle {
           format!("program '{name}' is a SEC(\"{section}\") program; attaching it to {target} needs a {} program", expect.1),
         );
       }
+      let _hooks = crate::release::hooks();
       attach(&program).map_err(|mut e| {
         e.message = format!("attaching program '{name}' to {target}: {}", e.message);
         e

@@ -493,6 +493,7 @@ impl ObjectHandle {
   pub fn detach_all(&self) -> Result<()> {
     guard(|| {
       let links = std::mem::take(&mut self.state()?.links);
+      let _hooks = crate::release::hooks();
       drop(links);
       Ok(())
     })

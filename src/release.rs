@@ -36,14 +36,34 @@ impl Garbage {
   }
 
   fn release(self) {
-    // links first: they point at the programs
-    drop(self.links);
+    // links first: they point at the programs; one at a time, each while
+    // no other thread of ours attaches or detaches (see `hooks()`)
+    for (_, links) in self.links {
+      for link in links {
+        let _hooks = hooks();
+        drop(link);
+      }
+    }
     drop(self.stage);
     // the consumers hold duplicates of their maps' fds
     for freed in self.consumers {
       let _ = freed.recv_timeout(std::time::Duration::from_secs(1));
     }
   }
+}
+
+/// Held by whoever adds or removes a program's hook in the kernel: an
+/// attach on the JS thread, a detach on either thread. Only one thread of
+/// ours is in those kernel paths at a time. Turning a tracepoint or perf
+/// event on and off patches kernel text and waits for the other CPUs; on
+/// 5.10 under qemu TCG, the release thread detaching while the main thread
+/// attached left both vCPUs spinning (soft lockups, 2 VM runs in 4). The
+/// lock is taken per link, so an attach waits for at most one detach
+/// (~70 ms for a tracepoint here), however many objects are being released.
+static HOOKS: Mutex<()> = Mutex::new(());
+
+pub(crate) fn hooks() -> std::sync::MutexGuard<'static, ()> {
+  HOOKS.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 type Done = Box<dyn FnOnce() + Send>;

@@ -18,7 +18,10 @@ function qemuArgs(kernel, initrd) {
     '-nic', 'none',
     '-kernel', kernel,
     '-initrd', initrd,
-    '-append', 'console=ttyS0 quiet loglevel=3 panic=-1 random.trust_cpu=on',
+    // softlockup_panic: a soft lockup ends the VM at once (panic=-1 reboots,
+    // -no-reboot exits) instead of spinning until VM_TIMEOUT_S; loglevel=5
+    // puts the lockup's backtraces on the console, in the log
+    '-append', 'console=ttyS0 quiet loglevel=5 panic=-1 softlockup_panic=1 random.trust_cpu=on',
   ];
 }
 
