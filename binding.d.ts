@@ -70,6 +70,14 @@ export declare class NativeBuffer {
   /** The dispatcher has caught up: hand it what is queued. */
   resume(): void
   /**
+   * Copies the records waiting for JavaScript into the dispatcher's own
+   * buffers, which it reuses from call to call: their bytes into `data`,
+   * the end offset of each into `ends`, their CPUs into `cpus` (perf
+   * buffers). Returns how many records it copied (0: none wait), or,
+   * negative, minus the bytes `data` needs to hold the next record.
+   */
+  fill(data: Uint8Array, ends: Uint32Array, cpus?: Uint32Array | undefined | null): number
+  /**
    * Records lost so far: dropped because JavaScript fell behind, or (perf
    * buffers) by the kernel because the buffer was full.
    */

@@ -129,6 +129,24 @@ switch (mode) {
 
 // perf: the kernel's PERF_RECORD_LOST counts are in buffer.lost (perf_errors counts the same drops)
 const kernelLost = () => (perf ? 0 : Number(obj.getGlobalVariable('ring_full')));
+// per thread (BENCH_THREADS=1): CPU ticks and minor page faults from
+// /proc/self/task/*/stat, to tell the poller's share from the main thread's
+const threads = () => {
+  const out = {};
+  for (const tid of fs.readdirSync('/proc/self/task')) {
+    try {
+      const stat = fs.readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+      const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      // fields 10 (minflt), 14 (utime), 15 (stime) of stat(5), from field 3 here
+      out[`${comm}:${tid}`] = { minflt: Number(f[7]), ticks: Number(f[11]) + Number(f[12]) };
+    } catch {
+      // the thread ended
+    }
+  }
+  return out;
+};
+const threadsAtReady = process.env.BENCH_THREADS ? threads() : null;
 const rssAtReady = process.memoryUsage.rss();
 const cpuAtReady = process.cpuUsage();
 peakRss = rssAtReady;
@@ -164,6 +182,12 @@ process.on('SIGUSR1', () => {
         rss_ready_mb: +(rssAtReady / 2 ** 20).toFixed(1),
         rss_growth_mb: +((Math.max(peakRss, hwm) - rssAtReady) / 2 ** 20).toFixed(1),
       };
+      if (threadsAtReady) {
+        const now = threads();
+        out.threads = Object.fromEntries(
+          Object.entries(now).map(([k, v]) => [k, { minflt: v.minflt - (threadsAtReady[k]?.minflt ?? 0), ticks: v.ticks - (threadsAtReady[k]?.ticks ?? 0) }]).filter(([, v]) => v.ticks > 0 || v.minflt > 0),
+        );
+      }
       buffer.close();
       obj.close();
       process.stdout.write(`${JSON.stringify(out)}\n`);

@@ -119,9 +119,11 @@ async function main() {
       return delta;
     };
     const first = read();
-    console.error(`Tracing the page cache of ${target.pid === undefined ? 'every process' : `pid ${target.pid}`} (${kind}: ${Object.values(chosen).join(', ')})... Ctrl+C to end.`);
     if (!opts.json) console.log(COLUMNS.map((c) => c.padStart(c.length + 2)).join(' '));
-    await untilStopped(opts, target, () => printRow(opts, clock.next(), cacheStats(since())));
+    // said by untilStopped once its signal handlers are in place (a SIGINT
+    // sent on seeing the line killed the tool before, under TCG's timing)
+    const banner = `Tracing the page cache of ${target.pid === undefined ? 'every process' : `pid ${target.pid}`} (${kind}: ${Object.values(chosen).join(', ')})... Ctrl+C to end.`;
+    await untilStopped(opts, target, () => printRow(opts, clock.next(), cacheStats(since())), banner);
     const end = read();
     printRow(opts, clock.end(), cacheStats(end.map((n, i) => n - first[i])));
   } finally {

@@ -29,7 +29,11 @@ class EventBuffer {
     this.#kind = kind;
     this.#map = map;
     this.#onClose = onClose;
-    const flow = { pause: () => this.#native.pause(), resume: () => this.#native.resume() };
+    const flow = {
+      fill: (data, ends, cpus) => this.#native.fill(data, ends, cpus),
+      pause: () => this.#native.pause(),
+      resume: () => this.#native.resume(),
+    };
     this.#dispatch = dispatcher({ callback, lost, onError, perCpu, decode, typeName, batch, state: this.#state, flow });
     this.#native = open(EventBuffer.#forwarder(new WeakRef(this)));
     keptAlive.add(this);
@@ -43,7 +47,7 @@ class EventBuffer {
    * scope, and with it `this`.
    */
   static #forwarder(ref) {
-    return (data, ends, cpus, losses) => ref.deref()?.#dispatch(data, ends, cpus, losses);
+    return (losses) => ref.deref()?.#dispatch(losses);
   }
 
   /** Stops delivery at once (no callback runs after it returns) and frees the buffer. Idempotent. */

@@ -1,11 +1,18 @@
 'use strict';
 /**
- * The dispatcher: the function the addon's poller hands each batch of
- * records to, on the main thread, as `(data, ends, cpus, losses)`: the
- * records' bytes in one Buffer, the end offset of each record, the CPU of
- * each record (perf buffers) and the losses to report as `[cpu, count, ...]`
- * pairs. It calls the user's callback once per record (decoded when the
- * buffer has a type), or once per batch (`batch: true`).
+ * The dispatcher: the function the addon's poller calls (its doorbell) on the
+ * main thread when records wait, with the losses to report as `[cpu, count,
+ * ...]` pairs. It pulls the records into buffers of its own (`flow.fill`:
+ * the records' bytes, the end offset of each, the CPU of each for perf
+ * buffers), which it reuses from batch to batch, and calls the user's
+ * callback once per record (decoded when the buffer has a type), or once
+ * per batch (`batch: true`).
+ *
+ * Reused buffers: the memory of the last batch is written again by the
+ * next, so no page of it is new (a new Buffer per batch cost a page fault
+ * per 4 KiB on each side of the hand-over). Raw records and a batch's
+ * `data` and `ends` are views of it, valid until the callback returns:
+ * `Buffer.from(record)` keeps a copy. Decoded records are copies.
  *
  * `state` is the buffer's: `closed` is checked before every record, so a
  * callback that closes its buffer (or the object) gets no further record,
@@ -25,6 +32,12 @@ Object.setPrototypeOf(RawRecord.prototype, Buffer.prototype);
 /** Milliseconds of each turn of the event loop that delivery may take. */
 const BUDGET_MS = 10;
 
+/** The first size of a dispatcher's data buffer (it grows for a larger record). */
+const DATA_BYTES = 1 << 20;
+
+/** At most this many records per fill (the length of `ends` and `cpus`). */
+const MAX_RECORDS = 1 << 15;
+
 const rethrow = (e) =>
   process.nextTick(() => {
     throw e;
@@ -40,7 +53,10 @@ const rethrow = (e) =>
  * @param {Function} [o.onError] gets an ERR_BPF_SHORT_RECORD Error per short record
  * @param {boolean} [o.batch] one call per batch: `(data, ends[, cpus])`
  * @param {{ closed: boolean, received: number, decodeErrors: number }} o.state
- * @param {{ pause(): void, resume(): void }} o.flow stops and restarts the addon's hand-over
+ * @param {{ fill(data: Buffer, ends: Uint32Array, cpus?: Uint32Array): number, pause(): void, resume(): void }} o.flow
+ *   the addon's side: `fill` copies waiting records into the buffers (how
+ *   many; negative: minus the bytes the next record needs), `pause` stops
+ *   the doorbell until `resume`
  */
 function dispatcher({ callback, perCpu, decode, typeName, lost, onError, batch, state, flow }) {
   let warned = false;
@@ -71,30 +87,35 @@ function dispatcher({ callback, perCpu, decode, typeName, lost, onError, batch, 
     }
   };
 
-  if (batch) {
-    // one call per batch: no object per record at all
-    return function dispatchBatch(data, ends, cpus, losses) {
-      if (state.closed) return;
-      if (ends.length > 0) {
-        state.received += ends.length;
-        try {
-          if (perCpu) callback(data, ends, cpus);
-          else callback(data, ends);
-        } catch (e) {
-          rethrow(e);
-        }
-      }
-      reportLosses(losses);
-    };
-  }
+  // The buffers the addon fills, made at the first delivery and reused.
+  let data = null;
+  let dv = null; // one view: DataView reads are inlined by V8, Buffer's read*LE methods are not
+  let ends = null;
+  let cpus;
+  const allocate = (bytes) => {
+    data = Buffer.allocUnsafeSlow(bytes);
+    dv = new DataView(data.buffer, data.byteOffset, data.length);
+    if (ends === null) {
+      ends = new Uint32Array(MAX_RECORDS);
+      cpus = perCpu ? new Uint32Array(MAX_RECORDS) : undefined;
+    }
+  };
+  /** Pulls waiting records into the buffers: how many (0: none). */
+  const fill = () => {
+    if (data === null) allocate(DATA_BYTES);
+    for (;;) {
+      const n = flow.fill(data, ends, cpus);
+      if (n >= 0) return n;
+      allocate(Math.max(-n, data.length * 2));
+    }
+  };
 
   // The event loop must keep turning while records stream in: the records
   // handed over in one turn of the loop get BUDGET_MS of it. Past that, the
-  // rest of the batch waits for a setImmediate() (timers and I/O run first)
-  // and the addon is paused meanwhile, so its queue fills and then drops and
-  // counts, as it does for any callback that cannot keep up.
+  // rest waits for a setImmediate() (timers and I/O run first) and the addon
+  // is paused meanwhile, so its queue fills and then drops and counts, as it
+  // does for any callback that cannot keep up.
   let turnEnd = 0; // when this turn's budget is spent (0: not started)
-  let pending = null; // [data, ends, cpus, losses, next record, its start]
   const endTurn = () => {
     turnEnd = 0;
   };
@@ -104,21 +125,64 @@ function dispatcher({ callback, perCpu, decode, typeName, lost, onError, batch, 
       setImmediate(endTurn);
     }
   };
+  let paused = false;
+  const pause = () => {
+    paused = true;
+    flow.pause();
+    setImmediate(resume);
+  };
+  function resume() {
+    paused = false;
+    if (state.closed) return;
+    flow.resume();
+    startTurn();
+    pump();
+  }
 
-  function run(data, ends, cpus, losses, from, start) {
-    const n = ends.length;
-    // one view per batch: DataView reads are inlined by V8, Buffer's
-    // read*LE methods are not
-    const dv = decode === null ? null : new DataView(data.buffer, data.byteOffset, data.length);
+  // what the buffers hold: `count` records, the next to deliver at index
+  // `next`, starting at byte `start`; refilled once all are delivered
+  let count = 0;
+  let next = 0;
+  let start = 0;
+
+  /** Delivers records until none wait, the buffer closes or the turn's budget is spent. */
+  function pump() {
+    while (!state.closed) {
+      if (next === count) {
+        if (performance.now() > turnEnd) return pause();
+        count = fill();
+        next = 0;
+        start = 0;
+        if (count === 0) return;
+      }
+      if (batch) deliverBatch();
+      else if (!deliverRecords()) return pause();
+    }
+  }
+
+  function deliverBatch() {
+    const n = count;
+    next = count;
+    state.received += n;
+    try {
+      const bytes = data.subarray(0, ends[n - 1]);
+      if (perCpu) callback(bytes, ends.subarray(0, n), cpus.subarray(0, n));
+      else callback(bytes, ends.subarray(0, n));
+    } catch (e) {
+      rethrow(e);
+    }
+  }
+
+  /** Delivers the records from `next`; false when the turn's budget ran out first. */
+  function deliverRecords() {
     const size = decode === null ? 0 : decode.size;
     const { buffer, byteOffset } = data;
-    for (let i = from; i < n; i++) {
-      if (state.closed) return;
-      if ((i & 127) === 0 && performance.now() > turnEnd) {
-        pending = [data, ends, cpus, losses, i, start];
-        flow.pause();
-        setImmediate(resume);
-        return;
+    const first = next;
+    for (let i = first; i < count; i++) {
+      if (state.closed) return true;
+      if ((i & 127) === 0 && i !== first && performance.now() > turnEnd) {
+        next = i;
+        return false;
       }
       const end = ends[i];
       let record;
@@ -127,11 +191,13 @@ function dispatcher({ callback, perCpu, decode, typeName, lost, onError, batch, 
       } else if (end - start < size) {
         short(end - start);
         start = end;
+        next = i + 1;
         continue;
       } else {
         record = decode(data, start, end, dv);
       }
       start = end;
+      next = i + 1;
       state.received++;
       try {
         if (perCpu) callback(cpus[i], record);
@@ -140,23 +206,16 @@ function dispatcher({ callback, perCpu, decode, typeName, lost, onError, batch, 
         rethrow(e);
       }
     }
+    return true;
+  }
+
+  return function dispatch(losses) {
+    // paused: the rest is delivered on resume()
+    if (!paused) {
+      startTurn();
+      pump();
+    }
     reportLosses(losses);
-  }
-
-  function resume() {
-    const batch = pending;
-    pending = null;
-    if (state.closed || batch === null) return;
-    startTurn();
-    run(...batch);
-    if (pending === null) flow.resume();
-  }
-
-  return function dispatch(data, ends, cpus, losses) {
-    // paused: the addon hands over nothing more until flow.resume()
-    if (pending !== null) return reportLosses(losses);
-    startTurn();
-    run(data, ends, cpus, losses, 0, 0);
   };
 }
 

@@ -56,8 +56,12 @@ async function traceTarget(opts, workloadScript, nodeArgs = []) {
  * SIGINT or SIGTERM, or when the traced process exits. A target without a
  * `pid` is system-wide (`what` says what is traced: `every bash`). Until
  * then `onInterval()` runs every `opts.interval` seconds, if both are given.
+ * The "Tracing ..." line (or `banner`, if given) goes to stderr once the
+ * signal handlers are in place: a signal sent on seeing it stops the tracing.
+ *
+ * @param {string} [banner] the line to say instead of "Tracing <what> ..."
  */
-function untilStopped(opts, target, onInterval) {
+function untilStopped(opts, target, onInterval, banner) {
   const what = target.pid === undefined ? target.what ?? 'every process' : `pid ${target.pid}`;
   return new Promise((resolve) => {
     const timers = [];
@@ -93,7 +97,7 @@ function untilStopped(opts, target, onInterval) {
       }, 500));
     }
     // said once the handlers are in place: a signal sent on seeing it stops the tracing
-    console.error(`Tracing ${what} ${opts.duration ? `for ${opts.duration} s` : 'until Ctrl+C'}...`);
+    console.error(banner ?? `Tracing ${what} ${opts.duration ? `for ${opts.duration} s` : 'until Ctrl+C'}...`);
   });
 }
 

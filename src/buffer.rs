@@ -13,14 +13,14 @@ use std::{
 
 use libbpf_rs::{MapCore, MapHandle, RingBuffer, RingBufferBuilder};
 use napi::{
-  bindgen_prelude::{Buffer, Function, Uint32Array},
+  bindgen_prelude::{Function, Uint32ArraySlice, Uint8ArraySlice},
   Env,
 };
 use napi_derive::napi;
 
 use crate::{
   error::{err, guard, BpfError, BpfResult, Code, Result},
-  poller::{poller, Batch, Collector, Pass, Sink, Source},
+  poller::{poller, Collector, Filled, Pass, Sink, Source},
   tsfn::DispatchArgs,
 };
 
@@ -85,9 +85,28 @@ impl NativeBuffer {
   #[napi]
   pub fn resume(&self) {
     self.sink.paused.store(false, std::sync::atomic::Ordering::Release);
-    if !self.sink.queue_rx.is_empty() {
+    if self.sink.has_records() {
       self.sink.ring();
     }
+  }
+
+  /// Copies the records waiting for JavaScript into the dispatcher's own
+  /// buffers, which it reuses from call to call: their bytes into `data`,
+  /// the end offset of each into `ends`, their CPUs into `cpus` (perf
+  /// buffers). Returns how many records it copied (0: none wait), or,
+  /// negative, minus the bytes `data` needs to hold the next record.
+  #[napi]
+  pub fn fill(&self, mut data: Uint8ArraySlice<'_>, mut ends: Uint32ArraySlice<'_>, mut cpus: Option<Uint32ArraySlice<'_>>) -> Result<f64> {
+    // SAFETY: three distinct ArrayBuffers of the dispatcher's own
+    // (lib/dispatch.js; this class is not exported to users), written here
+    // on the JS thread, which runs no JavaScript until this call returns.
+    let (data, ends, cpus) = unsafe { (data.as_mut(), ends.as_mut(), cpus.as_mut().map(|c| c.as_mut())) };
+    guard(|| {
+      Ok(match self.sink.fill(data, ends, cpus) {
+        Filled::Records(n) => f64::from(n),
+        Filled::NeedBytes(b) => -f64::from(b),
+      })
+    })
   }
 
   /// Records lost so far: dropped because JavaScript fell behind, or (perf
@@ -139,41 +158,16 @@ fn open(
   let sink = Arc::new(Sink::new(queue, cpus));
   let source = make_source(req.map, Collector::new(sink.clone(), per_cpu))?;
   let drain_sink = sink.clone();
-  sink.doorbell.bind(&req.dispatch, move |_ctx| Ok(drain(&drain_sink, per_cpu)))?;
+  sink.doorbell.bind(&req.dispatch, move |_ctx| Ok(drain(&drain_sink)))?;
   poller.add(sink.id, source, interval);
   Ok((NativeBuffer { sink: sink.clone() }, sink))
 }
 
-/// Up to this many bytes are handed to one dispatcher call (a batch's
-/// size): merged from small batches, never split. With 8 MiB, a slow
-/// callback held up to 8 MiB in JavaScript besides the queue, and the soak's
-/// RSS wandered 30 MB more.
-const DRAIN_BYTES: usize = 1 << 20;
-
-/// On the JS thread: what is queued, as one dispatcher call's arguments.
-fn drain(sink: &Sink, per_cpu: bool) -> DispatchArgs {
+/// On the JS thread, when the doorbell rings: the losses to report. The
+/// dispatcher then pulls the records (`fill`).
+fn drain(sink: &Sink) -> DispatchArgs {
   sink.scheduled.store(false, Ordering::Release);
-  let mut merged = Batch::default();
-  if !sink.is_closed() && !sink.paused.load(Ordering::Acquire) {
-    while merged.data.len() < DRAIN_BYTES {
-      let Ok(batch) = sink.queue_rx.try_recv() else { break };
-      sink.queued_bytes.fetch_sub(batch.data.len(), Ordering::AcqRel);
-      if merged.ends.is_empty() {
-        merged = batch;
-        continue;
-      }
-      let base = merged.data.len() as u32;
-      merged.data.extend_from_slice(&batch.data);
-      merged.ends.extend(batch.ends.iter().map(|e| e + base));
-      merged.cpus.extend_from_slice(&batch.cpus);
-    }
-    if !sink.queue_rx.is_empty() {
-      sink.ring();
-    }
-  }
-  let losses = sink.take_unreported_lost();
-  let cpus = per_cpu.then(|| Uint32Array::new(merged.cpus));
-  (Buffer::from(merged.data), Uint32Array::new(merged.ends), cpus, losses).into()
+  sink.take_unreported_lost()
 }
 
 fn page_size() -> usize {

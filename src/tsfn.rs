@@ -5,15 +5,15 @@
 use std::sync::Mutex;
 
 use napi::{
-  bindgen_prelude::{Buffer, FnArgs, Function, Uint32Array},
+  bindgen_prelude::Function,
   threadsafe_function::{ThreadsafeCallContext, ThreadsafeFunction, ThreadsafeFunctionCallMode},
   Env, Status,
 };
 
 /// What one doorbell call hands the JS dispatcher (lib/dispatch.js): the
-/// records' bytes, the end offset of each record, the CPU of each record
-/// (perf buffers) and the losses to report as `[cpu, count, ...]` pairs.
-pub type DispatchArgs = FnArgs<(Buffer, Uint32Array, Option<Uint32Array>, Option<Vec<f64>>)>;
+/// losses to report as `[cpu, count, ...]` pairs, if any. The dispatcher
+/// then pulls the records itself (`NativeBuffer.fill`).
+pub type DispatchArgs = Option<Vec<f64>>;
 
 /// The dispatcher's return value is ignored.
 type Tsfn = ThreadsafeFunction<(), (), DispatchArgs, Status, false, false, 0>;

@@ -16,7 +16,9 @@ const CACHE = path.join(ROOT, '.cache', 'kernels');
 const NOT_KERNEL = {
   'typegen.test.js': 'type-checks generated TypeScript declarations with tsc (node_modules/typescript); loads nothing into the kernel',
   'codec.test.js': 'the codec on its own, in JavaScript: loads nothing into the kernel',
+  'dispatch.test.js': 'the dispatcher on its own, in JavaScript: loads nothing into the kernel',
   'codec_fuzz.test.js': 'random layouts into the codec, in JavaScript: loads nothing into the kernel',
+  'package.test.js': "the package's surface (exports map, npm pack, npx node-libbpf build with clang, the commands): the VM has neither npm nor clang; the tracing it does runs in the other files",
   'fuzz.test.js': "5,000 mutated objects against libbpf's parser (user space; under TCG it would take most of the VM's time)",
 };
 

@@ -1,0 +1,149 @@
+'use strict';
+// The dispatcher (lib/dispatch.js) on its own: what the addon hands over is
+// played by `flow`, a queue of records in JavaScript, which `fill` copies
+// into the dispatcher's buffers as the addon does (src/poller.rs
+// Sink::fill). The same paths run against the kernel in buffers.test.js and
+// reliability.test.js; these are the ones a test program cannot reach
+// there: a record larger than the dispatcher's first buffer, and the
+// buffers' reuse. No root, no kernel.
+const test = require('node:test');
+const assert = require('node:assert');
+const { dispatcher } = require('../lib/dispatch');
+
+/** The addon's side, over `records` (Buffers, each from `cpu`). */
+function flowOf(records, cpu = 0) {
+  const flow = {
+    fills: 0,
+    paused: false,
+    fill(data, ends, cpus) {
+      if (flow.paused || records.length === 0) return 0;
+      flow.fills++;
+      if (records[0].length > data.length) return -records[0].length;
+      let bytes = 0;
+      let n = 0;
+      while (records.length > 0 && n < ends.length && bytes + records[0].length <= data.length) {
+        const r = records.shift();
+        r.copy(data, bytes);
+        bytes += r.length;
+        ends[n] = bytes;
+        if (cpus) cpus[n] = cpu;
+        n++;
+      }
+      return n;
+    },
+    pause: () => {
+      flow.paused = true;
+    },
+    resume: () => {
+      flow.paused = false;
+    },
+  };
+  return flow;
+}
+
+const stateOf = () => ({ closed: false, received: 0, decodeErrors: 0 });
+/** Resolves once `done()` is true (delivery yields to the event loop every 10 ms). */
+const until = (done) =>
+  new Promise((resolve) => {
+    const check = () => (done() ? resolve() : setTimeout(check, 2));
+    check();
+  });
+const record = (i, len = 16) => Buffer.alloc(len, i % 256);
+
+test('a record larger than the first buffer (1 MiB) is delivered whole, and so are those after it', () => {
+  const big = Buffer.alloc(3 << 20, 7);
+  const flow = flowOf([record(1), big, record(2)]);
+  const got = [];
+  const state = stateOf();
+  const dispatch = dispatcher({ callback: (r) => got.push(Buffer.from(r)), perCpu: false, decode: null, state, flow });
+  dispatch(null);
+  assert.deepStrictEqual(got.map((r) => r.length), [16, 3 << 20, 16]);
+  assert.ok(got[1].equals(big));
+  assert.strictEqual(state.received, 3);
+});
+
+test('the buffers are reused: a raw record is a view valid during its callback, Buffer.from(record) keeps it', async () => {
+  const flow = flowOf(Array.from({ length: 100_000 }, (_, i) => record(i, 32)));
+  const kept = [];
+  const copies = [];
+  dispatcher({
+    callback: (r) => {
+      kept.push(r);
+      copies.push(Buffer.from(r));
+    },
+    perCpu: false,
+    decode: null,
+    state: stateOf(),
+    flow,
+  })(null);
+  await until(() => copies.length === 100_000);
+  copies.forEach((c, i) => assert.ok(c.equals(record(i, 32)), `copy ${i}`));
+  // 100,000 records of 32 bytes take several fills of the same buffer
+  assert.ok(flow.fills > 1, `${flow.fills} fills`);
+  assert.strictEqual(kept[0].buffer, kept[kept.length - 1].buffer, 'one buffer for every batch');
+});
+
+test('batch mode: one call per fill with the bytes, the end offsets and (perf) the CPUs', () => {
+  const flow = flowOf(Array.from({ length: 10 }, (_, i) => record(i, 8 + i)), 1);
+  const calls = [];
+  dispatcher({
+    callback: (data, ends, cpus) => calls.push({ data: Buffer.from(data), ends: [...ends], cpus: [...cpus] }),
+    perCpu: true,
+    decode: null,
+    batch: true,
+    state: stateOf(),
+    flow,
+  })(null);
+  assert.strictEqual(calls.length, 1);
+  let start = 0;
+  calls[0].ends.forEach((end, i) => {
+    assert.ok(calls[0].data.subarray(start, end).equals(record(i, 8 + i)), `record ${i}`);
+    start = end;
+  });
+  assert.deepStrictEqual(calls[0].cpus, Array(10).fill(1));
+});
+
+test('a callback that closes its buffer gets no further record, and nothing more is pulled', () => {
+  const flow = flowOf(Array.from({ length: 1000 }, (_, i) => record(i)));
+  const state = stateOf();
+  let calls = 0;
+  dispatcher({
+    callback: () => {
+      calls++;
+      state.closed = true;
+    },
+    perCpu: false,
+    decode: null,
+    state,
+    flow,
+  })(null);
+  assert.strictEqual(calls, 1);
+  assert.strictEqual(flow.fills, 1);
+});
+
+test('a slow callback yields to the event loop after 10 ms, with the addon paused, and goes on after', async () => {
+  const flow = flowOf(Array.from({ length: 400 }, (_, i) => record(i)));
+  const state = stateOf();
+  let timerRanAt = -1;
+  setImmediate(() => {
+    timerRanAt = state.received;
+  });
+  let pausedSeen = false;
+  const dispatch = dispatcher({
+    callback: () => {
+      const until = performance.now() + 0.1; // 100 µs a record: 40 ms in all
+      while (performance.now() < until);
+      pausedSeen ||= flow.paused;
+    },
+    perCpu: false,
+    decode: null,
+    state,
+    flow,
+  });
+  dispatch(null);
+  assert.ok(state.received < 400, `${state.received} delivered before yielding`);
+  assert.ok(pausedSeen || flow.paused, 'the addon is paused while records wait in JavaScript');
+  await until(() => state.received === 400);
+  assert.ok(timerRanAt > 0 && timerRanAt < 400, `the event loop ran after ${timerRanAt} records`);
+  assert.strictEqual(flow.paused, false, 'resumed once caught up');
+});
