@@ -83,7 +83,9 @@ interface BufferOptionsBase extends DecodeOptions {
    * Raw records a batch at a time: the callback gets `(data, ends)` (perf:
    * `(data, ends, cpus)`), one Buffer holding every record of the batch and
    * the end offset of each (record i is `data.subarray(ends[i - 1] ?? 0,
-   * ends[i])`), instead of one call per record. Not with `type`.
+   * ends[i])`), instead of one call per record. Not with `type`. The three
+   * are views of buffers the library reuses for the next batch: valid until
+   * the callback returns (copy what you keep).
    */
   batch?: boolean
 }
@@ -198,8 +200,9 @@ export declare class BpfMap {
   /**
    * Streams the records of a BPF_MAP_TYPE_RINGBUF map: `callback(record)`
    * once per record, on the main thread, in order. With `type`, records are
-   * decoded into objects; without, they are Buffers (views of the batch:
-   * copy one to keep it); with `batch`, `callback(data, ends)` once per batch.
+   * decoded into objects; without, they are Buffers (views of a buffer
+   * reused for the next batch: valid until the callback returns, copy one
+   * to keep it); with `batch`, `callback(data, ends)` once per batch.
    */
   openRingBuffer(callback: (record: any, ends?: Uint32Array) => void, options?: RingBufferOptions): EventBuffer
   /** Streams the records of a BPF_MAP_TYPE_PERF_EVENT_ARRAY map: `callback(cpu, record)` once per record, on the main thread. */

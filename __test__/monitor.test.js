@@ -206,7 +206,8 @@ describe('clean exit', { skip }, () => {
       for (let i = 0; i < 300 && !out.includes('ready'); i++) await sleep(100);
       assert.ok(out.includes('ready'), 'the monitor started');
       const ids = progsOf(c.pid);
-      assert.ok(ids.length >= 7, `the monitor's programs, held by pid ${c.pid}: ${ids}`);
+      // sys_enter, sys_exit, sched_switch, two TCP ones and the phase programs this kernel takes
+      assert.ok(ids.length >= 6, `the monitor's programs, held by pid ${c.pid}: ${ids}`);
       if (how === 'SIGKILL') c.kill('SIGKILL');
       else c.stdin.write('\n');
       if (how === 'close') {

@@ -24,6 +24,7 @@
 #include "syscall_hist.bpf.h"
 #include "node_syscalls.bpf.h"
 #include "node_libbpf.bpf.h"
+#include "compat.bpf.h"
 #include "event_loop.h"
 #include "monitor.h"
 
@@ -164,15 +165,16 @@ int handle_sys_exit(struct bpf_raw_tracepoint_args *ctx)
 }
 
 /*
- * a phase begins (the phase is the attach cookie): the one its loop began
- * before ends here. Entry probes only, no uretprobes: a phase lasts from its
+ * a phase begins (the phase is the attach cookie, or built into the
+ * program on kernels without cookies): the one its loop began before ends
+ * here. Entry probes only, no uretprobes: a phase lasts from its
  * start to the start of the next (check includes closing the handles,
  * timers the loop's own bookkeeping), at half the probes' cost. A phase
  * that runs a loop of its own (spawnSync) lasts as long as that loop.
  */
-static __always_inline int phase_entry(struct pt_regs *ctx, __u64 loop)
+static __always_inline int phase_entry(struct pt_regs *ctx, __u64 loop, __u32 phase)
 {
-	struct loop_phase next = { .phase = bpf_get_attach_cookie(ctx) }, *last;
+	struct loop_phase next = { .phase = phase }, *last;
 	struct syscall_counts *h;
 
 	if (!main_thread())
@@ -193,14 +195,33 @@ static __always_inline int phase_entry(struct pt_regs *ctx, __u64 loop)
 SEC("uprobe")
 int BPF_UPROBE(handle_phase_entry, void *loop)
 {
-	return phase_entry(ctx, (__u64)loop);
+	return phase_entry(ctx, (__u64)loop, attach_cookie(ctx));
 }
 
 SEC("uprobe.multi")
 int BPF_UPROBE(handle_phase_entry_multi, void *loop)
 {
-	return phase_entry(ctx, (__u64)loop);
+	return phase_entry(ctx, (__u64)loop, attach_cookie(ctx));
 }
+
+/*
+ * kernels without attach cookies (before 5.15): a program per phase, the
+ * phase built in; loaded only when user space asks for them (SEC("?..."):
+ * lib/event_loop.js choosePhasePrograms)
+ */
+#define PHASE_ENTRY(name, phase)					\
+	SEC("?uprobe")							\
+	int BPF_UPROBE(handle_##name##_entry, void *loop)		\
+	{								\
+		return phase_entry(ctx, (__u64)loop, phase);		\
+	}
+
+PHASE_ENTRY(pending, UV_PHASE_PENDING)
+PHASE_ENTRY(idle, UV_PHASE_IDLE)
+PHASE_ENTRY(prepare, UV_PHASE_PREPARE)
+PHASE_ENTRY(poll, UV_PHASE_POLL)
+PHASE_ENTRY(check, UV_PHASE_CHECK)
+PHASE_ENTRY(timers, UV_PHASE_TIMERS)
 
 /* the syscall a sleeping task is in, or -1 */
 static __always_inline long task_syscall(struct task_struct *task)

@@ -14,7 +14,7 @@ const { wallClock, formatTime } = require('../lib/format');
 const { log2Buckets, formatHistogram, histogramJSON } = require('../lib/hist');
 const { run } = require('../lib/run');
 const { objectPath } = require('../lib/objects');
-const { PHASES } = require('../lib/event_loop');
+const { PHASES, choosePhasePrograms, attachPhases } = require('../lib/event_loop');
 
 const phaseName = (e) => e.replace(/^UV_PHASE_/, '').toLowerCase(); // UV_PHASE_TIMERS -> timers
 
@@ -66,60 +66,6 @@ class Iterations {
   }
 }
 
-/**
- * Chooses, before load, the programs this kernel takes: with uprobe.multi
- * (6.6+), one link per binary and direction (detaching it is one
- * operation, where ten uprobes take the kernel ~2 s); else with attach
- * cookies (5.15+), a uprobe and a uretprobe per phase, the phase as the
- * cookie; else (5.10) a pair of programs per phase, the phase built in.
- * Returns how it will attach.
- */
-function choosePrograms(obj) {
-  const { uprobeMulti, attachCookie } = bpf.features();
-  const how = uprobeMulti ? 'uprobe.multi' : attachCookie ? 'uprobe' : 'uprobe per phase';
-  const p = obj.programs;
-  for (const name of ['handle_phase_entry_multi', 'handle_phase_return_multi']) p[name].autoload = how === 'uprobe.multi';
-  for (const name of ['handle_phase_entry', 'handle_phase_return']) p[name].autoload = how === 'uprobe';
-  for (const [phase] of PHASES) {
-    p[`handle_${phase}_entry`].autoload = how === 'uprobe per phase';
-    p[`handle_${phase}_return`].autoload = how === 'uprobe per phase';
-  }
-  return how;
-}
-
-/**
- * Attaches the entry and return programs to every phase function found,
- * as choosePrograms() decided. Returns first: every entry seen then has
- * its return seen too.
- */
-function attachPhases(obj, pid, functions, how) {
-  const byBinary = new Map();
-  PHASES.forEach(([phase, fn], cookie) => {
-    const where = functions.get(fn);
-    if (!where) return;
-    if (!byBinary.has(where.binary)) byBinary.set(where.binary, []);
-    byBinary.get(where.binary).push({ phase, fn, offset: where.fileOffset, cookie: BigInt(cookie) });
-  });
-  const p = obj.programs;
-  for (const [binary, list] of byBinary) {
-    if (how === 'uprobe.multi') {
-      const [names, cookies] = [list.map((f) => f.fn), list.map((f) => f.cookie)];
-      obj.attachUprobeMulti(binary, names, p.handle_phase_return_multi, { pid, retprobe: true, cookies });
-      obj.attachUprobeMulti(binary, names, p.handle_phase_entry_multi, { pid, cookies });
-      continue;
-    }
-    for (const { phase, offset, cookie } of list) {
-      if (how === 'uprobe') {
-        obj.attachUretprobe(binary, offset, p.handle_phase_return, { pid, cookie });
-        obj.attachUprobe(binary, offset, p.handle_phase_entry, { pid, cookie });
-      } else {
-        obj.attachUretprobe(binary, offset, p[`handle_${phase}_return`], { pid });
-        obj.attachUprobe(binary, offset, p[`handle_${phase}_entry`], { pid });
-      }
-    }
-  }
-}
-
 function printHeader(opts, traced) {
   if (opts.json) return;
   const cols = traced.map((p) => p.padStart(10)).join('');
@@ -165,7 +111,7 @@ async function main() {
 
     obj = bpf.loadBpfProgram(objectPath('event_loop'));
     obj.setGlobalVariable('target_pid', target.pid);
-    attachPhases(obj, target.pid, functions, choosePrograms(obj));
+    attachPhases(obj, target.pid, functions, choosePhasePrograms(obj));
     const iterations = new Iterations(traced, (it) => printIteration(opts, traced, it));
     events = obj.getMap('events').openRingBuffer((record) => iterations.add(record), {
       type: 'phase_event',

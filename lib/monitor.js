@@ -28,7 +28,8 @@ const native = require('./native');
 const { loadBpfProgram } = require('./object');
 const { objectPath } = require('./objects');
 const { findFunctions, socketInodes } = require('./procfs');
-const { PHASES, attachPhases } = require('./event_loop');
+const { PHASES, choosePhasePrograms, attachPhases } = require('./event_loop');
+const { chooseThreadStorage } = require('./compat');
 
 const PARTS = ['syscalls', 'eventLoop', 'offCpu', 'files', 'connects', 'tcpRetransmits'];
 /**
@@ -155,6 +156,7 @@ class Monitor {
   #maps = {};
   #names;
   #phasesTraced = [];
+  #phasesHow;
   #attached = false;
 
   /** Not for users: `bpf.monitor(options)` makes one. */
@@ -172,6 +174,9 @@ class Monitor {
       if (this.#parts.has('files')) for (const n of ['open', 'openat', 'openat2']) obj.setGlobalVariable(`nr_${n}`, nr(n));
       if (this.#parts.has('connects')) obj.setGlobalVariable('nr_connect', nr('connect'));
       for (const n of ['epoll_wait', 'epoll_pwait', 'epoll_pwait2', 'uretprobe']) obj.setGlobalVariable(`nr_${n}`, nr(n));
+      chooseThreadStorage(obj); // a syscall's start: task storage, or a hash by thread before 5.11
+      // the phase programs this kernel takes (none without eventLoop)
+      this.#phasesHow = choosePhasePrograms(obj, { returns: false, use: this.#parts.has('eventLoop') });
       obj.load();
       for (const name of ['syscalls', 'phases', 'loops', 'offcpu', 'offcpu_hist', 'files', 'endpoints', 'retransmits', 'own_ports']) this.#maps[name] = obj.getMap(name);
       if (this.#parts.has('tcpRetransmits')) for (const port of listeningPorts()) this.#maps.own_ports.set(port, 1);
@@ -234,7 +239,7 @@ class Monitor {
           throw codedError('ERR_BPF_UNKNOWN_NAME', `monitor(): no libuv phase function (uv__io_poll, ...) in this node binary or its libraries (stripped?): turn eventLoop off`);
         }
         this.#maps.loops.clear(); // (a phase begun before a pause did not last through it)
-        this.#links.push(...attachPhases(obj, process.pid, functions, { returns: false }).links);
+        this.#links.push(...attachPhases(obj, process.pid, functions, this.#phasesHow, { returns: false }));
       }
       this.#attached = true;
     } catch (err) {
