@@ -17,6 +17,29 @@ static __always_inline __u64 attach_cookie(void *ctx)
 	return HAVE_ATTACH_COOKIE ? bpf_get_attach_cookie(ctx) : 0;
 }
 
+/* bpf_task_pt_regs(): since 5.15 */
+#define HAVE_TASK_PT_REGS bpf_core_enum_value_exists(enum bpf_func_id, BPF_FUNC_task_pt_regs)
+
+/* the kernel stack of a task on x86_64 and arm64 (16 KiB, as every
+ * distribution builds them; KASAN kernels double it) */
+#define KERNEL_STACK_BYTES (16 * 1024)
+
+/*
+ * The user registers `task` saved on entering the kernel (its syscall
+ * number among them): bpf_task_pt_regs() where the kernel has it, else
+ * where that helper finds them, at the top of the task's kernel stack
+ * (task_pt_regs(), as BCC computes it on older kernels).
+ */
+static __always_inline struct pt_regs *task_user_regs(struct task_struct *task)
+{
+	void *stack;
+
+	if (HAVE_TASK_PT_REGS)
+		return (struct pt_regs *)bpf_task_pt_regs(task);
+	stack = BPF_CORE_READ(task, stack);
+	return stack ? (struct pt_regs *)(stack + KERNEL_STACK_BYTES) - 1 : NULL;
+}
+
 /*
  * Per-thread storage: task storage where the kernel lets tracing programs
  * use it (no insert and delete per call, nothing left behind by a thread

@@ -226,7 +226,7 @@ PHASE_ENTRY(timers, UV_PHASE_TIMERS)
 /* the syscall a sleeping task is in, or -1 */
 static __always_inline long task_syscall(struct task_struct *task)
 {
-	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
+	struct pt_regs *regs = task_user_regs(task);
 
 	if (!regs)
 		return -1;
