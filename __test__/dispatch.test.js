@@ -4,8 +4,8 @@
 // into the dispatcher's buffers as the addon does (src/poller.rs
 // Sink::fill). The same paths run against the kernel in buffers.test.js and
 // reliability.test.js; these are the ones a test program cannot reach
-// there: a record larger than the dispatcher's first buffer, and the
-// buffers' reuse. No root, no kernel.
+// there: a record larger than the dispatcher's first buffer, records of
+// every length, and the buffers' reuse. No root, no kernel.
 const test = require('node:test');
 const assert = require('node:assert');
 const { dispatcher } = require('../lib/dispatch');
@@ -62,7 +62,7 @@ test('a record larger than the first buffer (1 MiB) is delivered whole, and so a
   assert.strictEqual(state.received, 3);
 });
 
-test('the buffers are reused: a raw record is a view valid during its callback, Buffer.from(record) keeps it', async () => {
+test('the buffers are reused: a raw record is a Buffer valid during its callback, Buffer.from(record) keeps it', async () => {
   const flow = flowOf(Array.from({ length: 100_000 }, (_, i) => record(i, 32)));
   const kept = [];
   const copies = [];
@@ -80,7 +80,32 @@ test('the buffers are reused: a raw record is a view valid during its callback, 
   copies.forEach((c, i) => assert.ok(c.equals(record(i, 32)), `copy ${i}`));
   // 100,000 records of 32 bytes take several fills of the same buffer
   assert.ok(flow.fills > 1, `${flow.fills} fills`);
-  assert.strictEqual(kept[0].buffer, kept[kept.length - 1].buffer, 'one buffer for every batch');
+  assert.ok(kept[0] instanceof Buffer);
+  assert.strictEqual(kept[0], kept[kept.length - 1], 'one Buffer for every record of a length');
+});
+
+test('raw records of every length, at any offset, are delivered byte for byte (copied up to 4096 bytes, views above)', async () => {
+  // lengths 0..70 (word-aligned and not), then around the copy limit
+  const lengths = [...Array.from({ length: 71 }, (_, i) => i), 4095, 4096, 4097, 9000, 3, 8];
+  const records = lengths.map((len, i) => Buffer.from(Array.from({ length: len }, (_, k) => (i * 31 + k * 7) & 255)));
+  const flow = flowOf(records.map((r) => Buffer.from(r)));
+  const got = [];
+  const views = [];
+  dispatcher({
+    callback: (r) => {
+      assert.ok(r instanceof Buffer);
+      if (r.length > 4096) views.push(r.buffer);
+      got.push(Buffer.from(r));
+    },
+    perCpu: false,
+    decode: null,
+    state: stateOf(),
+    flow,
+  })(null);
+  await until(() => got.length === records.length);
+  got.forEach((r, i) => assert.ok(r.equals(records[i]), `record ${i} (${lengths[i]} bytes)`));
+  assert.strictEqual(views.length, 2);
+  assert.strictEqual(views[0], views[1], 'the records above 4096 bytes are views of the batch');
 });
 
 test('batch mode: one call per fill with the bytes, the end offsets and (perf) the CPUs', () => {

@@ -129,7 +129,7 @@ switch (mode) {
 
 // perf: the kernel's PERF_RECORD_LOST counts are in buffer.lost (perf_errors counts the same drops)
 const kernelLost = () => (perf ? 0 : Number(obj.getGlobalVariable('ring_full')));
-// per thread (BENCH_THREADS=1): CPU ticks and minor page faults from
+// per thread (BENCH_THREADS=1): CPU ticks, CPU ms (schedstat) and minor page faults from
 // /proc/self/task/*/stat, to tell the poller's share from the main thread's
 const threads = () => {
   const out = {};
@@ -138,8 +138,10 @@ const threads = () => {
       const stat = fs.readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
       const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
       const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      // fields 10 (minflt), 14 (utime), 15 (stime) of stat(5), from field 3 here
-      out[`${comm}:${tid}`] = { minflt: Number(f[7]), ticks: Number(f[11]) + Number(f[12]) };
+      // fields 10 (minflt), 14 (utime), 15 (stime) of stat(5), from field 3 here;
+      // schedstat's first field: time on a CPU, in ns
+      const ns = Number(fs.readFileSync(`/proc/self/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
+      out[`${comm}:${tid}`] = { minflt: Number(f[7]), ticks: Number(f[11]) + Number(f[12]), ns };
     } catch {
       // the thread ended
     }
@@ -185,7 +187,7 @@ process.on('SIGUSR1', () => {
       if (threadsAtReady) {
         const now = threads();
         out.threads = Object.fromEntries(
-          Object.entries(now).map(([k, v]) => [k, { minflt: v.minflt - (threadsAtReady[k]?.minflt ?? 0), ticks: v.ticks - (threadsAtReady[k]?.ticks ?? 0) }]).filter(([, v]) => v.ticks > 0 || v.minflt > 0),
+          Object.entries(now).map(([k, v]) => [k, { minflt: v.minflt - (threadsAtReady[k]?.minflt ?? 0), ticks: v.ticks - (threadsAtReady[k]?.ticks ?? 0), ms: +((v.ns - (threadsAtReady[k]?.ns ?? 0)) / 1e6).toFixed(1) }]).filter(([, v]) => v.ms > 0.1 || v.minflt > 0),
         );
       }
       buffer.close();
