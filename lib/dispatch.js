@@ -10,11 +10,9 @@
  *
  * Reused buffers: the memory of the last batch is written again by the
  * next, so no page of it is new (a new Buffer per batch cost a page fault
- * per 4 KiB on each side of the hand-over). A batch's `data` and `ends`
- * are views of it, and a raw record is a Buffer reused for the next record
- * of its length (or a view, above REUSED_MAX bytes): valid until the
- * callback returns, `Buffer.from(record)` keeps a copy. Decoded records
- * are copies.
+ * per 4 KiB on each side of the hand-over). Raw records and a batch's
+ * `data` and `ends` are views of it, valid until the callback returns:
+ * `Buffer.from(record)` keeps a copy. Decoded records are copies.
  *
  * `state` is the buffer's: `closed` is checked before every record, so a
  * callback that closes its buffer (or the object) gets no further record,
@@ -23,22 +21,13 @@
  */
 
 /**
- * A raw record larger than REUSED_MAX: a Buffer (instanceof Buffer, every
- * Buffer method) viewing its bytes in the batch. Made with `new`, it costs a
- * third of `data.subarray()` (12 ns instead of 35 on the bench machine),
- * which goes through Buffer's deprecated-constructor path to make each view.
+ * A raw record: a Buffer (instanceof Buffer, every Buffer method) viewing
+ * its bytes in the batch. Made with `new`, it costs a third of
+ * `data.subarray()` (12 ns instead of 35 on the bench machine), which goes
+ * through Buffer's deprecated-constructor path to make each view.
  */
 class RawRecord extends Uint8Array {}
 Object.setPrototypeOf(RawRecord.prototype, Buffer.prototype);
-
-/**
- * Raw records up to this many bytes are copied into a Buffer of their
- * length that the dispatcher keeps and reuses for every record of that
- * length: no allocation per record. (A new view per record cost ~45 ns of
- * CPU per record with its garbage collection, and grew V8's young
- * generation under a flood; the copy of a 32-byte record is ~3 ns.)
- */
-const REUSED_MAX = 4096;
 
 /** Milliseconds of each turn of the event loop that delivery may take. */
 const BUDGET_MS = 10;
@@ -101,13 +90,12 @@ function dispatcher({ callback, perCpu, decode, typeName, lost, onError, batch, 
   // The buffers the addon fills, made at the first delivery and reused.
   let data = null;
   let dv = null; // one view: DataView reads are inlined by V8, Buffer's read*LE methods are not
-  let words = null; // data as 32-bit words, for copying raw records
   let ends = null;
   let cpus;
   const allocate = (bytes) => {
-    data = Buffer.allocUnsafeSlow(Math.ceil(bytes / 8) * 8);
+    data = Buffer.allocUnsafeSlow(bytes);
     dv = new DataView(data.buffer, data.byteOffset, data.length);
-    words = new Int32Array(data.buffer, data.byteOffset, data.length >> 2);
+    slots = [];
     if (ends === null) {
       ends = new Uint32Array(MAX_RECORDS);
       cpus = perCpu ? new Uint32Array(MAX_RECORDS) : undefined;
@@ -118,30 +106,31 @@ function dispatcher({ callback, perCpu, decode, typeName, lost, onError, batch, 
     if (data === null) allocate(DATA_BYTES);
     for (;;) {
       const n = flow.fill(data, ends, cpus);
+      if (n > 0 && ends[0] !== slotLength && decode === null && !batch) {
+        slotLength = ends[0];
+        slots = [];
+      }
       if (n >= 0) return n;
       allocate(Math.max(-n, data.length * 2));
     }
   };
 
-  // The reused raw records, by length, and each as 32-bit words.
-  const reused = [];
-  const reusedWords = [];
-  /** The raw record of `len` bytes at `start`: in a reused Buffer, or a view when larger than REUSED_MAX. */
-  const rawRecord = (start, len) => {
-    if (len > REUSED_MAX) return new RawRecord(data.buffer, data.byteOffset + start, len);
-    let record = reused[len];
-    if (record === undefined) {
-      record = reused[len] = Buffer.allocUnsafeSlow(len);
-      reusedWords[len] = new Int32Array(record.buffer, record.byteOffset, len >> 2);
+  // Raw records of one length (one struct per record, as programs mostly
+  // write them) need no new object: when the records of a fill have the
+  // first one's length L, record i is at byte i * L of `data`, and slots[i]
+  // is a view of it made once and reused by every later fill. Records of
+  // other lengths get a view each. (A view per record cost ~40 ns of CPU
+  // with its garbage collection, and made V8 grow its young generation
+  // under a flood.)
+  let slotLength = -1;
+  let slots = [];
+  /** The raw record `i`, of `len` bytes at `start`. */
+  const rawRecord = (i, start, len) => {
+    if (len === slotLength && start === i * len) {
+      const record = slots[i];
+      return record !== undefined ? record : (slots[i] = new RawRecord(data.buffer, data.byteOffset + start, len));
     }
-    if (((start | len) & 3) === 0) {
-      const to = reusedWords[len];
-      const from = start >> 2;
-      for (let k = 0; k < to.length; k++) to[k] = words[from + k];
-    } else {
-      for (let k = 0; k < len; k++) record[k] = data[start + k];
-    }
-    return record;
+    return new RawRecord(data.buffer, data.byteOffset + start, len);
   };
 
   // The event loop must keep turning while records stream in: the records
@@ -220,7 +209,7 @@ function dispatcher({ callback, perCpu, decode, typeName, lost, onError, batch, 
       const end = ends[i];
       let record;
       if (decode === null) {
-        record = rawRecord(start, end - start);
+        record = rawRecord(i, start, end - start);
       } else if (end - start < size) {
         short(end - start);
         start = end;

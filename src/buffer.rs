@@ -1,17 +1,16 @@
-//! Ring and perf buffers: libbpf consumers driven by the process's poller,
-//! and the `EventBuffer` handle JavaScript gets for each. Records reach
+//! Ring and perf buffers: consumers driven by the process's poller (ring
+//! buffers read in place, src/ring.rs; perf buffers through libbpf), and
+//! the `EventBuffer` handle JavaScript gets for each. Records reach
 //! JavaScript through a dispatcher function made by lib/dispatch.js.
 
 use std::{
-  cell::RefCell,
   os::fd::{AsFd, AsRawFd},
   os::raw::{c_int, c_void},
-  rc::Rc,
   sync::{atomic::Ordering, Arc},
   time::Duration,
 };
 
-use libbpf_rs::{MapCore, MapHandle, RingBuffer, RingBufferBuilder};
+use libbpf_rs::MapHandle;
 use napi::{
   bindgen_prelude::{Function, Uint32ArraySlice, Uint8ArraySlice},
   Env,
@@ -19,8 +18,9 @@ use napi::{
 use napi_derive::napi;
 
 use crate::{
-  error::{err, guard, BpfError, BpfResult, Code, Result},
+  error::{err, guard, BpfResult, Code, Result},
   poller::{poller, Collector, Filled, Pass, Sink, Source},
+  ring::Ring,
   tsfn::DispatchArgs,
 };
 
@@ -166,7 +166,7 @@ fn open(
 /// On the JS thread, when the doorbell rings: the losses to report. The
 /// dispatcher then pulls the records (`fill`).
 fn drain(sink: &Sink) -> DispatchArgs {
-  sink.scheduled.store(false, Ordering::Release);
+  sink.begin_delivery();
   sink.take_unreported_lost()
 }
 
@@ -175,46 +175,53 @@ fn page_size() -> usize {
   unsafe { libc::sysconf(libc::_SC_PAGESIZE) as usize }
 }
 
-/// A ring buffer consumer: libbpf-rs's, with a callback that collects.
+/// A ring buffer, as the poller sees it: records are left in the ring for
+/// JavaScript to read in place (`Sink::fill`), and moved out into the queue
+/// only when it falls behind.
 struct RingSource {
-  ring: RingBuffer<'static>,
-  collector: Rc<RefCell<Collector>>,
-  capacity: usize,
-  /// The map (a duplicate fd), dropped after `ring`.
-  _map: MapHandle,
+  ring: Arc<Ring>,
+  collector: Collector,
+  /// The producer position at the last pass.
+  last_produced: u64,
 }
 
-// SAFETY: a RingSource is made on the JS thread and then moved, whole, to
-// the poller thread, which alone uses it from then on: the Rc is never
-// cloned outside it, so its count is never touched from two threads.
-unsafe impl Send for RingSource {}
-
 impl RingSource {
-  fn new(handle: MapHandle, collector: Collector) -> BpfResult<Self> {
-    let collector = Rc::new(RefCell::new(collector));
-    let sink = collector.clone();
-    let mut builder = RingBufferBuilder::new();
-    builder
-      .add(&handle, move |data: &[u8]| {
-        sink.borrow_mut().push(0, data);
-        0
-      })
-      .map_err(|e| BpfError::libbpf(Code::Buffer, "ring buffer", &e))?;
-    let ring = builder.build().map_err(|e| BpfError::libbpf(Code::Buffer, "ring buffer", &e))?;
-    Ok(RingSource { ring, collector, capacity: handle.max_entries() as usize, _map: handle })
+  fn new(map: MapHandle, collector: Collector) -> BpfResult<Self> {
+    let ring = Arc::new(Ring::new(map)?);
+    collector.sink().read_in_place(ring.clone());
+    let last_produced = ring.producer_pos();
+    Ok(RingSource { ring, collector, last_produced })
   }
 }
 
 impl Source for RingSource {
   fn epoll_fd(&self) -> i32 {
-    self.ring.epoll_fd()
+    self.ring.fd()
   }
   fn consume(&mut self) -> Pass {
-    self.ring.consume_raw();
-    self.collector.borrow_mut().end_pass()
+    let produced = self.ring.producer_pos();
+    let bytes = produced.saturating_sub(self.last_produced) as usize;
+    self.last_produced = produced;
+    let pending = self.ring.pending();
+    if pending as usize > self.ring.capacity() / 2 {
+      // JavaScript is behind: the records wait in the queue (or are dropped
+      // and counted when it is full) rather than fill the ring, where the
+      // program could not reserve and nobody would count. Queued and read
+      // under the ring's lock: `fill` sees them before what stays behind.
+      let ring_lock = self.ring.lock();
+      let collector = &mut self.collector;
+      self.ring.read(&ring_lock, u64::MAX, |record| {
+        collector.push(0, record);
+        true
+      });
+      self.collector.end_pass();
+    } else if pending > 0 {
+      self.collector.sink().ring();
+    }
+    Pass { found: pending > 0, bytes }
   }
   fn capacity(&self) -> usize {
-    self.capacity
+    self.ring.capacity()
   }
 }
 

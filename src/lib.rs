@@ -18,6 +18,7 @@ mod perf_event;
 mod poller;
 mod program;
 mod release;
+mod ring;
 mod symbols;
 mod threads;
 mod tsfn;

@@ -1,19 +1,27 @@
 //! The poller: one thread per process that consumes every open ring and perf
 //! buffer, of every object, and hands batches of records to JavaScript.
 //!
-//! Records are copied out of the kernel's buffers into `Batch`es (one flat
-//! byte vector and the end offset of each record) and sent through a bounded
-//! crossbeam channel per buffer (its `Sink`). When the channel is full the
-//! batch is dropped and counted: memory stays bounded and the traced process
-//! is never slowed by a slow JavaScript callback. One threadsafe call (the
-//! doorbell) tells JavaScript to drain the channel; it is rung only when no
-//! call is pending, so there is one crossing per batch or fewer, never one
-//! per record. JavaScript then pulls the records into buffers of its own
-//! (`Sink::fill`), and the emptied batches go back to the poller (`spare`):
-//! the same memory is written again and again. (A new vector per batch,
-//! handed to JavaScript as an external Buffer, cost a page fault per 4 KiB
-//! of records on each side, about half of the consumer's CPU: the bench's
-//! 2 M records made 13,000 faults in the poller thread alone.)
+//! Ring buffers are read in place by JavaScript: when the poller finds
+//! records in one it rings the doorbell, and the JS thread copies them
+//! straight from the mapped ring into the dispatcher's buffers
+//! (`Sink::fill`, src/ring.rs). Only when JavaScript falls behind (the ring
+//! more than half full) does the poller move them out, as it does for perf
+//! buffers, whose records are always copied out by the poller (libbpf's
+//! perf reader).
+//!
+//! Records copied out go into `Batch`es (one flat byte vector and the end
+//! offset of each record) and through a bounded crossbeam channel per buffer
+//! (its `Sink`). When the channel is full the batch is dropped and counted:
+//! memory stays bounded and the traced process is never slowed by a slow
+//! JavaScript callback. One threadsafe call (the doorbell) tells JavaScript
+//! to drain; it is rung only when no call is pending, so there is one
+//! crossing per batch or fewer, never one per record. JavaScript pulls the
+//! records into buffers of its own (`Sink::fill`): the queued batches first,
+//! then the ring. The emptied batches go back to the poller (`spare`): the
+//! same memory is written again and again. (A new vector per batch, handed
+//! to JavaScript as an external Buffer, cost a page fault per 4 KiB of
+//! records on each side, about half of the consumer's CPU: the bench's 2 M
+//! records made 13,000 faults in the poller thread alone.)
 //!
 //! Wakeups: the thread waits in epoll on every buffer and on its own wake
 //! eventfd, with a timeout (the shortest poll interval) so that programs
@@ -45,6 +53,7 @@ use crossbeam_channel::{Receiver, Sender, TrySendError};
 
 use crate::{
   error::{BpfError, BpfResult, Code},
+  ring::Ring,
   tsfn::Doorbell,
 };
 
@@ -114,6 +123,14 @@ pub(crate) struct Sink {
   /// A batch taken off the queue whose records from this index on did not
   /// fit in JavaScript's buffers yet.
   carry: Mutex<Option<(Batch, usize)>>,
+  /// A ring buffer's ring, which `fill` reads in place once the queue is
+  /// empty (None: a perf buffer, or closed).
+  direct: Mutex<Option<Arc<Ring>>>,
+  /// `fill` reads the ring up to this position: where the producer was
+  /// when the doorbell's call began. Without it, the dispatcher chased the
+  /// producer, each fill taking the few records written since the last
+  /// (bench: 4x the JS thread's CPU per record).
+  read_until: AtomicU64,
 }
 
 impl Sink {
@@ -134,6 +151,22 @@ impl Sink {
       freed: Mutex::new(None),
       spare: Mutex::new(Vec::new()),
       carry: Mutex::new(None),
+      direct: Mutex::new(None),
+      read_until: AtomicU64::new(0),
+    }
+  }
+
+  /// Lets `fill` read `ring` in place.
+  pub fn read_in_place(&self, ring: Arc<Ring>) {
+    *lock(&self.direct) = Some(ring);
+  }
+
+  /// On the JS thread, as a doorbell call begins: its fills read the ring
+  /// up to where the producer is now (later records wait for the next call).
+  pub fn begin_delivery(&self) {
+    self.scheduled.store(false, Ordering::Release);
+    if let Some(ring) = lock(&self.direct).as_ref() {
+      self.read_until.store(ring.producer_pos(), Ordering::Release);
     }
   }
 
@@ -163,6 +196,7 @@ impl Sink {
     }
     lock(&self.carry).take();
     lock(&self.spare).clear();
+    lock(&self.direct).take();
     if let Some(poller) = POLLER.get() {
       let (freed, done) = crossbeam_channel::bounded(1);
       *self.freed.lock().unwrap_or_else(|e| e.into_inner()) = Some(done);
@@ -192,14 +226,21 @@ impl Sink {
 
   /// On the JS thread: copies the waiting records, in order, into
   /// JavaScript's buffers (`data`, the end offset of each record in `ends`,
-  /// their CPUs in `cpus` for perf buffers), as many as fit. Nothing while
-  /// closed or paused.
+  /// their CPUs in `cpus` for perf buffers), as many as fit: the queued
+  /// batches first, then (ring buffers) the ring. Nothing while closed or
+  /// paused.
   pub fn fill(&self, data: &mut [u8], ends: &mut [u32], mut cpus: Option<&mut [u32]>) -> Filled {
     let mut bytes = 0usize;
     let mut n = 0usize;
     if self.is_closed() || self.paused.load(Ordering::Acquire) {
       return Filled::Records(0);
     }
+    // the ring's lock, held throughout: the poller queues records from the
+    // ring only under it, so none older than the ring's can be queued
+    // between our look at the queue and our read of the ring
+    let direct = lock(&self.direct).clone();
+    let ring_lock = direct.as_ref().map(|ring| ring.lock());
+    let mut queue_empty = false;
     let mut carry = lock(&self.carry);
     while n < ends.len() {
       let (batch, from) = match carry.take() {
@@ -209,7 +250,10 @@ impl Sink {
             self.queued_bytes.fetch_sub(batch.data.len(), Ordering::AcqRel);
             (batch, 0)
           }
-          Err(_) => break,
+          Err(_) => {
+            queue_empty = true;
+            break;
+          }
         },
       };
       let base = if from == 0 { 0 } else { batch.ends[from - 1] as usize };
@@ -244,12 +288,31 @@ impl Sink {
       }
       self.recycle(batch);
     }
+    if let (Some(ring), Some(ring_lock), true) = (&direct, &ring_lock, queue_empty) {
+      let mut need = 0;
+      ring.read(ring_lock, self.read_until.load(Ordering::Acquire), |record| {
+        if n == ends.len() || record.len() > data.len() - bytes {
+          if n == 0 {
+            need = record.len();
+          }
+          return false;
+        }
+        data[bytes..bytes + record.len()].copy_from_slice(record);
+        bytes += record.len();
+        ends[n] = bytes as u32;
+        n += 1;
+        true
+      });
+      if n == 0 && need > 0 {
+        return Filled::NeedBytes(need as u32);
+      }
+    }
     Filled::Records(n as u32)
   }
 
   /// Whether records wait for JavaScript.
   pub fn has_records(&self) -> bool {
-    !self.queue_rx.is_empty() || lock(&self.carry).is_some()
+    !self.queue_rx.is_empty() || lock(&self.carry).is_some() || lock(&self.direct).as_ref().is_some_and(|ring| ring.pending() > 0)
   }
 
   /// Asks JavaScript to drain the queue, unless a call is pending or the
@@ -297,7 +360,9 @@ pub(crate) struct Collector {
 
 /// What one pass over a source found.
 pub(crate) struct Pass {
-  pub records: usize,
+  /// Records were there (copied out, or left for JavaScript to read).
+  pub found: bool,
+  /// Bytes the kernel wrote since the last pass, for the fill rate.
   pub bytes: usize,
 }
 
@@ -366,7 +431,12 @@ impl Collector {
     {
       self.sink.ring();
     }
-    Pass { records: std::mem::take(&mut self.records_this_pass), bytes: std::mem::take(&mut self.bytes_this_pass) }
+    Pass { found: std::mem::take(&mut self.records_this_pass) > 0, bytes: std::mem::take(&mut self.bytes_this_pass) }
+  }
+
+  /// The sink it collects for.
+  pub fn sink(&self) -> &Sink {
+    &self.sink
   }
 }
 
@@ -515,11 +585,13 @@ fn run(epoll: OwnedFd, wake: Arc<OwnedFd>, commands: Receiver<Command>) {
     next_nap = None;
     for entry in &mut entries {
       let pass = entry.source.consume();
-      if pass.records > 0 {
+      if pass.found {
         // time for the buffer to fill a quarter at the rate just seen
         let quarter = entry.source.capacity() as f64 / 4.0;
-        let fill = Duration::from_secs_f64(quarter * elapsed.as_secs_f64() / pass.bytes as f64);
-        let sleep = fill.min(entry.interval);
+        let sleep = match pass.bytes {
+          0 => entry.interval,
+          bytes => Duration::from_secs_f64(quarter * elapsed.as_secs_f64() / bytes as f64).min(entry.interval),
+        };
         next_nap = Some(next_nap.map_or(sleep, |n: Duration| n.min(sleep)));
       }
     }
@@ -603,6 +675,36 @@ mod tests {
     let mut big = vec![0u8; 6000];
     assert!(matches!(sink.fill(&mut big, &mut ends, None), Filled::Records(2)));
     assert_eq!(&ends[..2], &[5000, 5010]);
+  }
+
+  #[test]
+  fn a_ring_buffer_is_read_in_place_after_the_queued_batches() {
+    // two records the poller queued (JavaScript was behind), then three
+    // left in the ring, the last larger than JavaScript's buffer
+    let sink = sink_with(2, 10, |_| 8);
+    let fake = Box::leak(Box::new(crate::ring::tests::FakeRing::new(4096)));
+    fake.write(&[2; 8], 0);
+    fake.write(&[3; 8], 0);
+    fake.write(&[4; 100], 0);
+    sink.read_in_place(fake.ring.clone());
+    assert!(sink.has_records());
+    sink.begin_delivery();
+    let (mut data, mut ends) = (vec![0u8; 64], vec![0u32; 8]);
+    assert!(matches!(sink.fill(&mut data, &mut ends, None), Filled::Records(4)));
+    assert_eq!(&ends[..4], &[8, 16, 24, 32]);
+    assert_eq!(&data[..32], &[[0u8; 8], [1; 8], [2; 8], [3; 8]].concat()[..], "queued first, then the ring, in order");
+    assert!(matches!(sink.fill(&mut data, &mut ends, None), Filled::NeedBytes(100)));
+    let mut big = vec![0u8; 128];
+    assert!(matches!(sink.fill(&mut big, &mut ends, None), Filled::Records(1)));
+    assert_eq!(&big[..100], &[4u8; 100][..]);
+    assert!(!sink.has_records());
+    assert!(matches!(sink.fill(&mut big, &mut ends, None), Filled::Records(0)));
+    // a record written after the doorbell's call began waits for the next call
+    fake.write(&[5; 8], 0);
+    assert!(sink.has_records());
+    assert!(matches!(sink.fill(&mut big, &mut ends, None), Filled::Records(0)));
+    sink.begin_delivery();
+    assert!(matches!(sink.fill(&mut big, &mut ends, None), Filled::Records(1)));
   }
 
   #[test]

@@ -1,0 +1,286 @@
+//! A BPF ring buffer (BPF_MAP_TYPE_RINGBUF) mapped into this process and
+//! read in place, by whichever side holds its lock: the JS thread copies
+//! records straight from it into the dispatcher's buffers (`Sink::fill`),
+//! and the poller moves them into its queue only when JavaScript falls
+//! behind (the ring more than half full).
+//!
+//! Why not libbpf-rs's `RingBuffer`: it hands each record to a callback on
+//! the thread that consumes, so every record was copied twice (ring ->
+//! poller's batch -> JavaScript's buffer) and crossed threads in between.
+//! The bench (2 M records of 32 bytes, BPF_RB_NO_WAKEUP): the poller thread
+//! spent 14.5 ns per record in that path (perf: the copy, `Collector::push`
+//! and libbpf-rs's trampoline), more than the JS thread's whole share in
+//! batch mode. The layout and the protocol are libbpf's (ringbuf.c
+//! `ringbuf_process_ring`): a consumer page we write, then the producer
+//! page and the data pages mapped twice in a row, read-only, so that a
+//! record that wraps around is contiguous.
+
+use std::{
+  os::fd::{AsFd, AsRawFd},
+  sync::{
+    atomic::{AtomicU32, AtomicU64, Ordering},
+    Mutex, MutexGuard,
+  },
+};
+
+use libbpf_rs::{MapCore, MapHandle};
+use libbpf_sys::{BPF_RINGBUF_BUSY_BIT, BPF_RINGBUF_DISCARD_BIT, BPF_RINGBUF_HDR_SZ};
+
+use crate::error::{BpfError, BpfResult, Code};
+
+/// The consumer position is written back at least every this many records
+/// (and at the end of each read): the kernel sees the space freed without
+/// our write bouncing its cache line on every record.
+const RELEASE_EVERY: usize = 64;
+
+/// One mapped ring buffer.
+pub(crate) struct Ring {
+  /// The consumer page (read-write): the consumer position at offset 0.
+  consumer: *mut u8,
+  /// The producer page, then the data pages twice (read-only).
+  producer: *const u8,
+  page_size: usize,
+  /// Data bytes (max_entries, a power of two).
+  size: usize,
+  /// Serializes the two readers (the JS thread and the poller).
+  lock: Mutex<()>,
+  /// The map (a duplicate fd), kept open while it is mapped (None: the unit
+  /// tests' ring in plain memory).
+  map: Option<MapHandle>,
+}
+
+// SAFETY: the mappings are shared memory that lives as long as the Ring;
+// the positions are read and written through atomics, and records are read
+// only by the holder of `lock`.
+unsafe impl Send for Ring {}
+// SAFETY: as above.
+unsafe impl Sync for Ring {}
+
+impl Ring {
+  /// Maps the ring buffer of `map` (a BPF_MAP_TYPE_RINGBUF map).
+  pub fn new(map: MapHandle) -> BpfResult<Self> {
+    let size = map.max_entries() as usize;
+    // SAFETY: sysconf has no preconditions.
+    let page_size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
+    let fd = map.as_fd().as_raw_fd();
+    let fail = |what: &str| BpfError::new(Code::Buffer, format!("mapping the ring buffer's {what}: {}", std::io::Error::last_os_error()));
+    // SAFETY: mapping a ring buffer map's fd as libbpf does; checked below.
+    let consumer = unsafe { libc::mmap(std::ptr::null_mut(), page_size, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, fd, 0) };
+    if consumer == libc::MAP_FAILED {
+      return Err(fail("consumer page"));
+    }
+    // SAFETY: as above; the kernel maps the data pages twice after the producer page.
+    let producer = unsafe { libc::mmap(std::ptr::null_mut(), page_size + 2 * size, libc::PROT_READ, libc::MAP_SHARED, fd, page_size as libc::off_t) };
+    if producer == libc::MAP_FAILED {
+      let e = fail("data pages");
+      // SAFETY: the mapping made just above.
+      unsafe { libc::munmap(consumer, page_size) };
+      return Err(e);
+    }
+    Ok(Ring { consumer: consumer.cast(), producer: producer.cast(), page_size, size, lock: Mutex::new(()), map: Some(map) })
+  }
+
+  /// The map's fd: readable (epoll) when records are there.
+  pub fn fd(&self) -> i32 {
+    self.map.as_ref().map_or(-1, |map| map.as_fd().as_raw_fd())
+  }
+
+  /// Data bytes the ring holds.
+  pub fn capacity(&self) -> usize {
+    self.size
+  }
+
+  fn consumer_pos(&self) -> &AtomicU64 {
+    // SAFETY: the consumer page is mapped, page-aligned, for our lifetime.
+    unsafe { AtomicU64::from_ptr(self.consumer.cast()) }
+  }
+
+  fn producer_pos_atomic(&self) -> &AtomicU64 {
+    // SAFETY: the producer page is mapped, page-aligned, for our lifetime
+    // (we only read it; the unit tests' fake ring writes it).
+    unsafe { AtomicU64::from_ptr(self.producer.cast_mut().cast()) }
+  }
+
+  /// Where the kernel has reserved up to (records may still be busy).
+  pub fn producer_pos(&self) -> u64 {
+    self.producer_pos_atomic().load(Ordering::Acquire)
+  }
+
+  /// Bytes written and not yet consumed (headers and padding included).
+  pub fn pending(&self) -> u64 {
+    self.producer_pos().saturating_sub(self.consumer_pos().load(Ordering::Acquire))
+  }
+
+  /// Takes the reader's lock.
+  pub fn lock(&self) -> MutexGuard<'_, ()> {
+    self.lock.lock().unwrap_or_else(|e| e.into_inner())
+  }
+
+  /// With the lock held: hands each committed record below position
+  /// `until`, in order, to `take` until it returns false (that record stays
+  /// for the next read) or none is left. Returns how many it took.
+  pub fn read(&self, _lock: &MutexGuard<'_, ()>, until: u64, mut take: impl FnMut(&[u8]) -> bool) -> usize {
+    let consumer = self.consumer_pos();
+    let mask = (self.size - 1) as u64;
+    // SAFETY: the data pages follow the producer page.
+    let data = unsafe { self.producer.add(self.page_size) };
+    let mut cons = consumer.load(Ordering::Acquire);
+    let mut taken = 0;
+    let mut unreleased = 0;
+    'ring: loop {
+      let prod = self.producer_pos().min(until);
+      if cons >= prod {
+        break;
+      }
+      while cons < prod {
+        // SAFETY: cons & mask is inside the first copy of the data pages,
+        // and a header is 8-byte aligned.
+        let header = unsafe { data.add((cons & mask) as usize) };
+        // SAFETY: as above; the kernel commits a record by clearing the busy bit.
+        let len = unsafe { AtomicU32::from_ptr(header.cast_mut().cast()) }.load(Ordering::Acquire);
+        if len & BPF_RINGBUF_BUSY_BIT != 0 {
+          break 'ring;
+        }
+        let bytes = (len & !(BPF_RINGBUF_BUSY_BIT | BPF_RINGBUF_DISCARD_BIT)) as usize;
+        if len & BPF_RINGBUF_DISCARD_BIT == 0 {
+          // SAFETY: a committed record of `bytes` bytes after its header;
+          // one that wraps around runs on into the second mapping.
+          let record = unsafe { std::slice::from_raw_parts(header.add(BPF_RINGBUF_HDR_SZ as usize), bytes) };
+          if !take(record) {
+            break 'ring;
+          }
+          taken += 1;
+        }
+        cons += ((bytes + BPF_RINGBUF_HDR_SZ as usize + 7) & !7) as u64;
+        unreleased += 1;
+        if unreleased == RELEASE_EVERY {
+          consumer.store(cons, Ordering::Release);
+          unreleased = 0;
+        }
+      }
+    }
+    if unreleased > 0 {
+      consumer.store(cons, Ordering::Release);
+    }
+    taken
+  }
+}
+
+impl Drop for Ring {
+  fn drop(&mut self) {
+    if self.map.is_none() {
+      return;
+    }
+    // SAFETY: the two mappings made in `new`, unmapped once.
+    unsafe {
+      libc::munmap(self.consumer.cast(), self.page_size);
+      libc::munmap(self.producer.cast_mut().cast(), self.page_size + 2 * self.size);
+    }
+  }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+  use super::*;
+
+  const PAGE: usize = 4096;
+
+  /// A ring in plain memory, written as the kernel writes one: the
+  /// consumer page, the producer page, then the data (twice over, as the
+  /// kernel maps it; `write` fills both copies).
+  pub(crate) struct FakeRing {
+    memory: Vec<u64>,
+    pub ring: std::sync::Arc<Ring>,
+    produced: u64,
+  }
+
+  impl FakeRing {
+    pub fn new(size: usize) -> Self {
+      let mut memory = vec![0u64; (2 * PAGE + 2 * size) / 8];
+      let base = memory.as_mut_ptr().cast::<u8>();
+      // SAFETY: inside `memory`, which the FakeRing keeps (and never grows).
+      let ring = std::sync::Arc::new(Ring { consumer: base, producer: unsafe { base.add(PAGE) }, page_size: PAGE, size, lock: Mutex::new(()), map: None });
+      FakeRing { memory, ring, produced: 0 }
+    }
+
+    fn put(&mut self, at: u64, bytes: &[u8]) {
+      let size = self.ring.size;
+      let data = &mut bytemuck_u8(&mut self.memory)[2 * PAGE..];
+      for (i, b) in bytes.iter().enumerate() {
+        let pos = (at as usize + i) % size;
+        data[pos] = *b;
+        data[pos + size] = *b;
+      }
+    }
+
+    /// Writes a record with `flags` (busy, discard) in its header; returns its position.
+    pub fn write(&mut self, record: &[u8], flags: u32) -> u64 {
+      let at = self.produced;
+      self.put(at, &(record.len() as u32 | flags).to_ne_bytes());
+      self.put(at + 8, record);
+      self.produced += ((record.len() + 8 + 7) & !7) as u64;
+      self.ring.producer_pos_atomic().store(self.produced, Ordering::Release);
+      at
+    }
+
+    /// Clears the busy bit of the record at `at` (of `len` bytes).
+    pub fn commit(&mut self, at: u64, len: usize) {
+      self.put(at, &(len as u32).to_ne_bytes());
+    }
+
+    pub fn consumed(&self) -> u64 {
+      self.ring.consumer_pos().load(Ordering::Acquire)
+    }
+  }
+
+  fn bytemuck_u8(words: &mut [u64]) -> &mut [u8] {
+    // SAFETY: u64s viewed as their bytes.
+    unsafe { std::slice::from_raw_parts_mut(words.as_mut_ptr().cast(), words.len() * 8) }
+  }
+
+  fn read_all(ring: &Ring) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    let guard = ring.lock();
+    ring.read(&guard, u64::MAX, |r| {
+      out.push(r.to_vec());
+      true
+    });
+    out
+  }
+
+  #[test]
+  fn committed_records_are_read_in_order_discarded_ones_skipped_and_a_busy_one_stops_the_read() {
+    let mut fake = FakeRing::new(4096);
+    fake.write(b"one", 0);
+    fake.write(b"skipped", BPF_RINGBUF_DISCARD_BIT);
+    fake.write(b"three!!!", 0);
+    let busy = fake.write(b"four", BPF_RINGBUF_BUSY_BIT);
+    fake.write(b"five", 0);
+    assert_eq!(read_all(&fake.ring), vec![b"one".to_vec(), b"three!!!".to_vec()]);
+    assert_eq!(fake.consumed(), busy, "consumed up to the busy record");
+    assert_eq!(fake.ring.pending(), 16 + 16);
+    fake.commit(busy, 4);
+    assert_eq!(read_all(&fake.ring), vec![b"four".to_vec(), b"five".to_vec()]);
+    assert_eq!(fake.ring.pending(), 0);
+  }
+
+  #[test]
+  fn a_record_not_taken_stays_for_the_next_read_and_records_wrap_around() {
+    let mut fake = FakeRing::new(64);
+    // records of 16 bytes take 24 of the ring's 64: every few rounds one wraps around
+    for round in 0..10u8 {
+      let records: Vec<Vec<u8>> = (0..2).map(|i| vec![round * 2 + i; 16]).collect();
+      records.iter().for_each(|r| {
+        fake.write(r, 0);
+      });
+      let guard = fake.ring.lock();
+      let mut got = Vec::new();
+      assert_eq!(fake.ring.read(&guard, u64::MAX, |r| { got.push(r.to_vec()); false }), 0);
+      assert_eq!(got, vec![records[0].clone()], "offered, not taken");
+      got.clear();
+      assert_eq!(fake.ring.read(&guard, u64::MAX, |r| { got.push(r.to_vec()); true }), 2);
+      assert_eq!(got, records, "round {round}");
+    }
+    assert_eq!(fake.consumed(), 10 * 2 * 24);
+  }
+}
