@@ -258,6 +258,11 @@ class BpfMap {
       decode = codec.decoder(layout, options);
       typeName = codec.typeName(layout);
     }
+    if (this.#track.bufferOf(this.name)) {
+      // two readers of one ring would each get some of its records; a perf
+      // buffer's second reader would take the first one's place in the map
+      throw codedError('ERR_BPF_BUFFER', `map '${this.name}' has an open buffer already: close it before opening another (one reader per map)`);
+    }
     const { pollInterval, queueSize, pageCount, wakeupBytes } = options;
     const buffer = new EventBuffer({
       kind,

@@ -126,6 +126,8 @@ class BpfObject {
       typeLayout: (type) => this.#handle.typeLayout(type),
       opened: (buffer) => this.#buffers.add(buffer),
       closed: (buffer) => this.#buffers.delete(buffer),
+      /** The open buffer of map `mapName`, if any. */
+      bufferOf: (mapName) => [...this.#buffers].find((buffer) => buffer.map === mapName),
     };
     return new BpfMap(this.#handle.map(name), options, track);
   }
