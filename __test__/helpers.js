@@ -115,7 +115,9 @@ function workloadOf(stderr) {
 /** Starts __test__/fixtures/getppid_loop for `n` getppid calls; they start on `go()`. */
 function getppidLoop(n) {
   const { spawn } = require('node:child_process');
-  const child = spawn(buildFixture('getppid_loop'), [String(n)], { stdio: ['pipe', 'pipe', 'inherit'] });
+  // a test that fails before go() must not leave the loop waiting (and the
+  // test file hanging on it): it is killed after 5 minutes whatever happens
+  const child = spawn(buildFixture('getppid_loop'), [String(n)], { stdio: ['pipe', 'pipe', 'inherit'], timeout: 300_000 });
   let out = '';
   child.stdout.on('data', (d) => (out += d));
   const exited = new Promise((resolve) => child.on('exit', (code) => resolve({ code, nsPerCall: parseFloat(out) })));
