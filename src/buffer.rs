@@ -75,7 +75,8 @@ impl NativeBuffer {
   }
 
   /// The dispatcher yields to the event loop with records left: no more
-  /// batches until `resume()` (the poller keeps queueing, then dropping).
+  /// doorbell calls until `resume()` (records wait in the ring, then in the
+  /// poller's queue, then are dropped and counted).
   #[napi]
   pub fn pause(&self) {
     self.sink.paused.store(true, std::sync::atomic::Ordering::Release);
