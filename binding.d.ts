@@ -64,7 +64,8 @@ export declare class NativeBuffer {
   setRef(keepAlive: boolean): void
   /**
    * The dispatcher yields to the event loop with records left: no more
-   * batches until `resume()` (the poller keeps queueing, then dropping).
+   * doorbell calls until `resume()` (records wait in the ring, then in the
+   * poller's queue, then are dropped and counted).
    */
   pause(): void
   /** The dispatcher has caught up: hand it what is queued. */
