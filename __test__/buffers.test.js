@@ -90,11 +90,14 @@ test('perf buffer: every record received or reported lost, with a byte watermark
   pb.close();
   t.diagnostic(`perf buffer: ${seqs.length} received, ${lost} lost, traced loop ${nsPerCall} ns per call`);
   // a record the kernel could not write is a failed bpf_perf_event_output()
-  // and one the buffer reports lost, exactly. Some are lost under qemu TCG,
-  // and natively too where the producer fills a CPU's 1 MiB faster than the
+  // and one the buffer reports lost. Some are lost under qemu TCG, and
+  // natively too where the producer fills a CPU's 1 MiB faster than the
   // poller comes back on 2 busy CPUs (this machine, 2026-11-25: 0 to 14% of
-  // the 100k records, with this build and the one before it alike)
-  assert.strictEqual(Number(obj.getGlobalVariable('perf_errors')), lost);
+  // the 100k records, with this build and the one before it alike). `lost`
+  // also counts the records the library drops when JavaScript falls behind
+  // (its queue full), which the program cannot see: at least the kernel's,
+  // and with what was received, every record.
+  assert.ok(lost >= Number(obj.getGlobalVariable('perf_errors')), `lost ${lost}, perf_errors ${obj.getGlobalVariable('perf_errors')}`);
   assert.strictEqual(seqs.length + lost, N);
   assert.strictEqual(pb.received + pb.lost, N);
   checkSeqs(seqs, N);

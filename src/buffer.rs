@@ -215,7 +215,7 @@ impl Source for RingSource {
         collector.push(0, record);
         true
       });
-      self.collector.end_pass();
+      self.collector.end_pass(false);
     } else if pending > 0 {
       self.collector.sink().ring();
     }
@@ -320,7 +320,7 @@ impl Source for PerfSource {
   fn consume(&mut self) -> Pass {
     // SAFETY: a live perf buffer; its callback context is our collector.
     unsafe { libbpf_sys::perf_buffer__consume(self.pb) };
-    self.collector.end_pass()
+    self.collector.end_pass(true)
   }
   fn capacity(&self) -> usize {
     self.capacity
