@@ -83,6 +83,11 @@ export declare class NativeBuffer {
    * buffers) by the kernel because the buffer was full.
    */
   get lost(): number
+  /**
+   * The part of `lost` that the library dropped because JavaScript fell
+   * behind (its queue full); the rest the kernel could not write.
+   */
+  get dropped(): number
 }
 
 /**

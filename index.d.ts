@@ -131,6 +131,12 @@ export declare class EventBuffer {
    * buffers) by the kernel because the buffer was full.
    */
   get lost(): number
+  /**
+   * The part of `lost` dropped because JavaScript fell behind (a faster
+   * callback, or a larger `queueSize`, would help); the rest of a perf
+   * buffer's `lost` the kernel could not write (a larger `pageCount`).
+   */
+  get dropped(): number
   /** Records skipped because they were shorter than the `type`. */
   get decodeErrors(): number
   /** `ring` or `perf`. */

@@ -85,6 +85,11 @@ class EventBuffer {
     return this.#native.lost;
   }
 
+  /** The part of `lost` dropped because JavaScript fell behind (the rest, perf buffers: the kernel's). */
+  get dropped() {
+    return this.#native.dropped;
+  }
+
   /** Records skipped because they were shorter than the `type`. */
   get decodeErrors() {
     return this.#state.decodeErrors;

@@ -116,6 +116,13 @@ impl NativeBuffer {
   pub fn lost(&self) -> f64 {
     self.sink.lost.load(Ordering::Relaxed) as f64
   }
+
+  /// The part of `lost` that the library dropped because JavaScript fell
+  /// behind (its queue full); the rest the kernel could not write.
+  #[napi(getter)]
+  pub fn dropped(&self) -> f64 {
+    self.sink.dropped.load(Ordering::Relaxed) as f64
+  }
 }
 
 /// What opening a buffer needs, whichever kind.

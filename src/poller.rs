@@ -112,6 +112,8 @@ pub(crate) struct Sink {
   closed: AtomicBool,
   /// Records lost: dropped here (queue full) or by the kernel (perf).
   pub lost: AtomicU64,
+  /// The part of `lost` dropped here, because JavaScript fell behind.
+  pub dropped: AtomicU64,
   /// Losses not yet reported to the `lost` callback, per CPU (index 0 for
   /// ring buffers).
   pub unreported_lost: Mutex<Vec<u64>>,
@@ -146,6 +148,7 @@ impl Sink {
       paused: AtomicBool::new(false),
       closed: AtomicBool::new(false),
       lost: AtomicU64::new(0),
+      dropped: AtomicU64::new(0),
       unreported_lost: Mutex::new(vec![0; cpus.max(1)]),
       doorbell: Doorbell::default(),
       freed: Mutex::new(None),
@@ -411,6 +414,7 @@ impl Collector {
       Err(TrySendError::Full(batch))
     };
     if let Err(TrySendError::Full(batch) | TrySendError::Disconnected(batch)) = sent {
+      self.sink.dropped.fetch_add(batch.ends.len() as u64, Ordering::Relaxed);
       if batch.cpus.is_empty() {
         self.sink.count_lost(0, batch.ends.len() as u64);
       } else {
