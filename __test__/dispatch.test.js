@@ -172,3 +172,34 @@ test('a slow callback yields to the event loop after 10 ms, with the addon pause
   assert.ok(timerRanAt > 0 && timerRanAt < 400, `the event loop ran after ${timerRanAt} records`);
   assert.strictEqual(flow.paused, false, 'resumed once caught up');
 });
+
+test("a raw record's read methods return what Buffer's return, and throw what Buffer's throw", async () => {
+  // a raw record as the dispatcher hands it over: 16 bytes inside a larger buffer
+  const bytes = Buffer.from(Array.from({ length: 64 }, (_, i) => (i * 37 + 200) & 255));
+  let raw;
+  dispatcher({ callback: (r) => (raw = r), perCpu: false, decode: null, state: stateOf(), flow: flowOf([bytes.subarray(0, 8), bytes.subarray(8, 24)]) })(null);
+  await until(() => raw !== undefined && raw.length === 16);
+  // a Buffer with the same bytes, whose methods are Buffer's own
+  const buffer = bytes.subarray(8, 24);
+  const outcome = (f) => {
+    try {
+      return { value: f() };
+    } catch (e) {
+      return { error: `${e.name} ${e.code}: ${e.message}` };
+    }
+  };
+  const offsets = [undefined, 0, 1, 3, 4, 7, 8, 12, 13, 14, 15, 16, 17, -1, -0, 1.5, NaN, Infinity, -Infinity, 2 ** 53, '1', '0', null, true, {}, 1n];
+  const names = Object.getOwnPropertyNames(Buffer.prototype).filter((n) => /^read(U?Int|Uint|BigU?Int|BigUint|Float|Double)(8|16|32|64)?(LE|BE)?$/.test(n) && !/^read(U?Int|Uint)(LE|BE)$/.test(n));
+  assert.strictEqual(names.length, 25, names.join());
+  let compared = 0;
+  for (const name of names) {
+    assert.notStrictEqual(raw[name], Buffer.prototype[name], `${name}: the record has its own`);
+    for (const offset of offsets) {
+      assert.deepStrictEqual(outcome(() => raw[name](offset)), outcome(() => buffer[name](offset)), `${name}(${String(offset)})`);
+      compared++;
+    }
+  }
+  assert.strictEqual(compared, 25 * offsets.length);
+  assert.ok(raw instanceof Buffer);
+  assert.strictEqual(raw.readUint32LE, raw.readUInt32LE);
+});

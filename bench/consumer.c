@@ -12,7 +12,9 @@
  * prints one JSON line: received, lost (counted by the kernel side), missing
  * (seqs 0..N-1 never received), first_ts (ts of the first record),
  * last_ns (CLOCK_MONOTONIC when the last record arrived) and cpu_s (user +
- * system seconds of this process, getrusage(RUSAGE_SELF), since "ready"). */
+ * system seconds of this process, getrusage(RUSAGE_SELF), since "ready"),
+ * warm_ns (the CPU per record between half and nine tenths of N received,
+ * as bench/node_consumer.js reports it). */
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
@@ -34,6 +36,10 @@ static unsigned char *seen;
 static long n_expected;
 static unsigned long long received, unique, perf_lost, first_ts, last_ns;
 static double cpu_at_ready;
+/* CPU seconds and records received when half and nine tenths of N had come */
+static double mark_cpu[2];
+static unsigned long long mark_received[2];
+static int marks;
 
 /* user + system seconds of this process (every thread) */
 static double cpu_seconds(void)
@@ -121,10 +127,22 @@ static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list 
 	return 0;
 }
 
+/* after each poll: takes the marks warm_ns is computed from */
+static void mark(void)
+{
+	if (marks < 2 && received * 10 >= (unsigned long long)n_expected * (marks ? 9 : 5)) {
+		mark_cpu[marks] = cpu_seconds();
+		mark_received[marks++] = received;
+	}
+}
+
 static void report(unsigned long long lost)
 {
-	printf("{\"received\":%llu,\"lost\":%llu,\"missing\":%llu,\"first_ts\":%llu,\"last_ns\":%llu,\"cpu_s\":%.6f}\n",
+	printf("{\"received\":%llu,\"lost\":%llu,\"missing\":%llu,\"first_ts\":%llu,\"last_ns\":%llu,\"cpu_s\":%.6f",
 	       received, lost, (unsigned long long)n_expected - unique, first_ts, last_ns, cpu_seconds() - cpu_at_ready);
+	if (marks == 2 && mark_received[1] > mark_received[0])
+		printf(",\"warm_ns\":%.1f", (mark_cpu[1] - mark_cpu[0]) * 1e9 / (mark_received[1] - mark_received[0]));
+	printf("}\n");
 	fflush(stdout);
 }
 
@@ -174,6 +192,7 @@ static int run_lines(void)
 			}
 			have = buf + have - line;
 			memmove(buf, line, have);
+			mark();
 			last_ns = now_ns();
 			quiet_since = last_ns;
 		}
@@ -304,6 +323,7 @@ int main(int argc, char **argv)
 			fprintf(stderr, "poll: %s\n", strerror(-n));
 			break;
 		}
+		mark();
 		if (received != last_seen) {
 			last_seen = received;
 			last_ns = now_ns();
