@@ -30,7 +30,8 @@ async function runBpftrace(lg, n) {
     const lost = /Lost (\d+) events/g;
     let kernelLost = 0;
     for (let m; (m = lost.exec(bt.stderrText));) kernelLost += Number(m[1]);
-    return { load, ...result, lost: kernelLost, cpu_s: cpu, reader_cpu_s: result.cpu_s };
+    // warm_ns: the line reader's, not bpftrace's (its CPU is read from /proc, at the start and the end only)
+    return { load, ...result, lost: kernelLost, cpu_s: cpu, reader_cpu_s: result.cpu_s, warm_ns: undefined };
   } finally {
     await stop(bt, 'SIGINT');
     await stop(reader, 'SIGKILL');
