@@ -33,7 +33,12 @@
 //! process (its event loop wakes for each delivery) is delivered to at most
 //! once per interval instead of feeding itself in a tight loop. The nap is
 //! the poll interval, shortened so that at the rate just measured no buffer
-//! gets more than a quarter full before the next pass. A command (a buffer
+//! gets more than a quarter full before the next pass, and at most twice
+//! the buffer's last nap: one pass that found few records (the producer
+//! descheduled for a moment) must not set a nap the next burst overflows.
+//! (It did: the bench's perf buffer, 1 MiB per CPU, found 29 KB in one
+//! pass, napped the whole 10 ms, and 1.15 MB came meanwhile; the kernel
+//! dropped records in 4 runs of 6.) A command (a buffer
 //! added or removed) ends a nap at once. The first record after a quiet
 //! spell is delivered at once.
 //!
@@ -552,10 +557,25 @@ fn nap(wake: &OwnedFd, timeout: Duration) {
   unsafe { libc::ppoll(fds.as_mut_ptr(), 1, &ts, std::ptr::null()) };
 }
 
+/// The nap after a pass that found `bytes` written in `elapsed`: the time
+/// for a buffer of `capacity` bytes to fill a quarter at that rate, at most
+/// `interval`, and at most twice `last` (the nap after the pass before).
+fn nap_after(capacity: usize, elapsed: Duration, bytes: usize, interval: Duration, last: Option<Duration>) -> Duration {
+  let quarter = capacity as f64 / 4.0;
+  let sleep = match bytes {
+    0 => interval,
+    bytes => Duration::from_secs_f64(quarter * elapsed.as_secs_f64() / bytes as f64).min(interval),
+  };
+  last.map_or(sleep, |last| sleep.min(last * 2))
+}
+
 struct Entry {
   id: u32,
   source: Box<dyn Source>,
   interval: Duration,
+  /// The nap after this buffer's last pass, if that pass found records
+  /// and followed a nap.
+  last_nap: Option<Duration>,
 }
 
 fn run(epoll: OwnedFd, wake: Arc<OwnedFd>, commands: Receiver<Command>) {
@@ -565,6 +585,9 @@ fn run(epoll: OwnedFd, wake: Arc<OwnedFd>, commands: Receiver<Command>) {
   let mut next_nap: Option<Duration> = None;
   let mut last_pass = Instant::now();
   loop {
+    // a pass after a nap rates the buffers over the nap; one after a wait
+    // in epoll over the moment since the wakeup, too short to cap the next
+    let after_nap = next_nap.is_some();
     if let Some(d) = next_nap {
       nap(&wake, d);
     } else {
@@ -581,7 +604,7 @@ fn run(epoll: OwnedFd, wake: Arc<OwnedFd>, commands: Receiver<Command>) {
       match commands.try_recv() {
         Ok(Command::Add(id, source, interval)) => {
           let _ = epoll_ctl(&epoll, libc::EPOLL_CTL_ADD, source.epoll_fd(), u64::from(id));
-          entries.push(Entry { id, source, interval });
+          entries.push(Entry { id, source, interval, last_nap: None });
         }
         Ok(Command::Remove(id, freed)) => {
           if let Some(i) = entries.iter().position(|e| e.id == id) {
@@ -601,13 +624,11 @@ fn run(epoll: OwnedFd, wake: Arc<OwnedFd>, commands: Receiver<Command>) {
     for entry in &mut entries {
       let pass = entry.source.consume();
       if pass.found {
-        // time for the buffer to fill a quarter at the rate just seen
-        let quarter = entry.source.capacity() as f64 / 4.0;
-        let sleep = match pass.bytes {
-          0 => entry.interval,
-          bytes => Duration::from_secs_f64(quarter * elapsed.as_secs_f64() / bytes as f64).min(entry.interval),
-        };
+        let sleep = nap_after(entry.source.capacity(), elapsed, pass.bytes, entry.interval, entry.last_nap);
+        entry.last_nap = after_nap.then_some(sleep);
         next_nap = Some(next_nap.map_or(sleep, |n: Duration| n.min(sleep)));
+      } else {
+        entry.last_nap = None;
       }
     }
   }
@@ -663,6 +684,26 @@ mod tests {
         Filled::NeedBytes(b) => data = vec![0u8; b as usize],
       }
     }
+  }
+
+  #[test]
+  fn one_pass_that_finds_few_records_does_not_set_a_nap_the_next_burst_overflows() {
+    let (mib, ms) = (1 << 20, Duration::from_millis);
+    let interval = ms(10);
+    // a steady stream, 150 MB/s into a 1 MiB buffer: a quarter fills in ~1.7 ms
+    let steady = nap_after(mib, ms(2), 300_000, interval, Some(ms(2)));
+    assert!(steady > ms(1) && steady < ms(2), "{steady:?}");
+    // the producer paused: 29 KB in 1.7 ms would mean a 15 ms nap; at most twice the last
+    assert_eq!(nap_after(mib, ms(2), 29_000, interval, Some(steady)), steady * 2);
+    // a stream that really stopped reaches the interval in a few passes
+    let mut nap = steady;
+    for _ in 0..3 {
+      nap = nap_after(mib, nap, 1_000, interval, Some(nap));
+    }
+    assert_eq!(nap, interval);
+    // with no nap before (the pass after a wait in epoll), the rate alone
+    assert_eq!(nap_after(mib, ms(2), 29_000, interval, None), interval);
+    assert_eq!(nap_after(mib, ms(2), 0, interval, None), interval);
   }
 
   #[test]
