@@ -564,7 +564,8 @@ fn nap_after(capacity: usize, elapsed: Duration, bytes: usize, interval: Duratio
   let quarter = capacity as f64 / 4.0;
   let sleep = match bytes {
     0 => interval,
-    bytes => Duration::from_secs_f64(quarter * elapsed.as_secs_f64() / bytes as f64).min(interval),
+    // (try_: a rate out of Duration's range must not panic the poller thread)
+    bytes => Duration::try_from_secs_f64(quarter * elapsed.as_secs_f64() / bytes as f64).map_or(interval, |d| d.min(interval)),
   };
   last.map_or(sleep, |last| sleep.min(last * 2))
 }
