@@ -209,8 +209,8 @@ export declare class BpfMap {
    * decoded into objects; without, they are Buffers (views of a buffer
    * reused for the next batch: valid until the callback returns, copy one
    * to keep it; their fixed-size `read*` methods return and throw what
-   * Buffer's do, faster); with `batch`, `callback(data, ends)` once per batch. A map
-   * has one open buffer at a time (a second is `ERR_BPF_BUFFER`).
+   * Buffer's do, faster); with `batch`, `callback(data, ends)` once per
+   * batch. A map has one open buffer at a time (a second is `ERR_BPF_BUFFER`).
    */
   openRingBuffer(callback: (record: any, ends?: Uint32Array) => void, options?: RingBufferOptions): EventBuffer
   /** Streams the records of a BPF_MAP_TYPE_PERF_EVENT_ARRAY map: `callback(cpu, record)` once per record, on the main thread. */
