@@ -9,7 +9,7 @@ const path = require('path');
 const bpf = require('..');
 const { parseArgs } = require('../lib/args');
 const { traceTarget, untilStopped, drain } = require('../lib/target');
-const { findFunctions } = require('../lib/procfs');
+const { findFunctions, threadsNamed } = require('../lib/procfs');
 const { wallClock, formatTime } = require('../lib/format');
 const { log2Buckets, formatHistogram, histogramJSON } = require('../lib/hist');
 const { run } = require('../lib/run');
@@ -111,6 +111,9 @@ async function main() {
 
     obj = bpf.loadBpfProgram(objectPath('event_loop'));
     obj.setGlobalVariable('target_pid', target.pid);
+    // Node's platform runs a libuv loop of its own on its delayed-task
+    // scheduler thread (Node 26 iterates it): not the application's loop
+    obj.setGlobalVariable('skip_tids', [...threadsNamed(target.pid, /^DelayedTaskSche/), 0, 0, 0, 0].slice(0, 4));
     attachPhases(obj, target.pid, functions, choosePhasePrograms(obj));
     const iterations = new Iterations(traced, (it) => printIteration(opts, traced, it));
     events = obj.getMap('events').openRingBuffer((record) => iterations.add(record), {

@@ -66,4 +66,24 @@ function socketInodes(pid) {
   return inodes;
 }
 
-module.exports = { findFunctions, socketInodes };
+/**
+ * The threads of process `pid` whose name (/proc/PID/task/TID/comm) matches
+ * `re`, as tids; none if the process is gone.
+ */
+function threadsNamed(pid, re) {
+  let tids;
+  try {
+    tids = fs.readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return [];
+  }
+  return tids.filter((tid) => {
+    try {
+      return re.test(fs.readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trimEnd());
+    } catch {
+      return false; // the thread ended
+    }
+  }).map(Number);
+}
+
+module.exports = { findFunctions, socketInodes, threadsNamed };

@@ -59,14 +59,15 @@ class StackSymbolizer {
 }
 
 /**
- * A frame's name: the function, without a JIT frame's tier marker (`*`
- * optimized, `~` interpreted: `JS:*hotLoop file.js:3:18` is `hotLoop
- * file.js:3:18`, `JS:~ file.js:9:5` is `(anonymous) file.js:9:5`), or
- * `[unknown]`.
+ * A frame's name: the function, without a JIT frame's tier marker (`~`
+ * interpreted, `^` Sparkplug, `+` Maglev, `*` TurboFan; Node 26 marks
+ * on-stack-replaced code with an `o` before it: `JS:o*hotLoop`):
+ * `JS:*hotLoop file.js:3:18` is `hotLoop file.js:3:18`, `JS:~ file.js:9:5`
+ * is `(anonymous) file.js:9:5`; or `[unknown]`.
  */
 function frameName(frame) {
   if (!frame?.name) return '[unknown]';
-  const js = /^(?:JS|LazyCompile|Function|Script|Builtin|Eval|RegExp|InterpretedFunction):[*~^+]?(.*)$/.exec(frame.name);
+  const js = /^(?:JS|LazyCompile|Function|Script|Builtin|Eval|RegExp|InterpretedFunction):o?[*~^+]?(.*)$/.exec(frame.name);
   if (!js) return withoutParameters(frame.name);
   return js[1] === '' || js[1].startsWith(' ') ? `(anonymous)${js[1]}` : js[1];
 }
