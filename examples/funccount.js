@@ -18,6 +18,7 @@ const { parseArgs, intervalOption } = require('../lib/args');
 const { traceTarget, untilStopped } = require('../lib/target');
 const probes = require('../lib/probes');
 const { Tally, formatTable, ReportClock, printReport } = require('../lib/report');
+const { escapeText } = require('../lib/format');
 const { run } = require('../lib/run');
 const { objectPath } = require('../lib/objects');
 
@@ -91,7 +92,7 @@ async function main() {
       pid: target.pid,
       perProbeWithoutCookies: true,
     });
-    for (const { probe, error } of attached.failed) console.error(`funccount: not counting ${probe.label}: ${error.message}`);
+    for (const { probe, error } of attached.failed) console.error(`funccount: not counting ${escapeText(probe.label)}: ${escapeText(error.message)}`);
     console.error(`Counting ${list.length - attached.failed.length} probes for ${opts.positionals.map((s) => `"${s}"`).join(' ')}`);
     await untilStopped(opts, target, () => {
       collect();
