@@ -61,9 +61,12 @@ function clangArgs(source, output, { arch, includes = [], defines = [] } = {}) {
     '-Wall',
     '-Wno-unused-function',
     '-c',
-    source,
     '-o',
     output,
+    // the rest are files: a source named -fplugin=x.so is not an option
+    // (clang 14's driver hands a file name to cc1 as it is: hence ./ too)
+    '--',
+    source.startsWith('-') ? `./${source}` : source,
   ];
 }
 
@@ -119,7 +122,7 @@ async function compile(source, options = {}) {
   checkInputs(source, arch);
   const { major } = clangVersion(clang);
   // compiled aside, then renamed: a program being loaded never sees half a file
-  const partial = path.join(path.dirname(output), `.${path.basename(output)}.partial`);
+  const partial = path.join(path.dirname(path.resolve(output)), `.${path.basename(output)}.partial`);
   fs.mkdirSync(path.dirname(output), { recursive: true });
   try {
     const warnings = await run(clang, clangArgs(source, partial, options), `${clang} ${source}`);
