@@ -43,6 +43,22 @@ function unsafePath(p, why, fix) {
 
 const modeText = (st) => `0${(st.mode & 0o7777).toString(8)}`;
 
+const isUnder = (p, dir) => p === dir || p.startsWith(dir === '/' ? '/' : `${dir}/`);
+
+/**
+ * Makes directory `dir` (mode 0700) where it is missing, once what exists of
+ * it is checked (no directory is made where another user could change it),
+ * then checks it all with `checkPrivateDir(dir, { from })`; returns its
+ * real path.
+ */
+function makePrivateDir(dir, from = dir) {
+  let existing = path.resolve(dir);
+  while (!fs.existsSync(existing)) existing = path.dirname(existing);
+  checkPrivateDir(existing, { from: isUnder(existing, path.resolve(from)) ? from : null });
+  fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+  return checkPrivateDir(dir, { from });
+}
+
 /**
  * Checks that no user but this one (or root) can change what directory
  * `dir` holds: `dir` and every directory from `from` down to it (its
@@ -50,21 +66,22 @@ const modeText = (st) => `0${(st.mode & 0o7777).toString(8)}`;
  * no group and no other user; each directory above `from` is owned by root
  * or this user, and, if others may write in it, sticky (as /tmp: they
  * cannot rename or remove what is not theirs). Symbolic links are resolved
- * first (each real directory is checked). Returns `dir`'s real path;
- * throws `ERR_BPF_UNSAFE_PATH` naming the directory and the fix.
+ * first (each real directory is checked). `from: null`: no private part.
+ * Returns `dir`'s real path; throws `ERR_BPF_UNSAFE_PATH` naming the
+ * directory and the fix.
  */
 function checkPrivateDir(dir, { from = dir } = {}) {
   const uid = process.geteuid();
   const real = fs.realpathSync(dir);
-  const realFrom = fs.realpathSync(from);
-  if (real !== realFrom && !real.startsWith(`${realFrom}/`)) throw new Error(`${dir} is not under ${from}`);
+  const realFrom = from === null ? null : fs.realpathSync(from);
+  if (realFrom !== null && !isUnder(real, realFrom)) throw new Error(`${dir} is not under ${from}`);
   let p = '/';
   for (const part of ['', ...real.split('/').filter(Boolean)]) {
     p = path.join(p, part);
     const st = fs.lstatSync(p);
     if (!st.isDirectory()) throw unsafePath(p, 'is not a directory', 'remove it');
     const owner = `is owned by uid ${st.uid}, not by this user (uid ${uid})${uid === 0 ? '' : ' or root'}`;
-    if (p === realFrom || p.startsWith(`${realFrom}/`)) {
+    if (realFrom !== null && isUnder(p, realFrom)) {
       if (st.uid !== uid) throw unsafePath(p, owner, `remove it (it is made again, mode 0700), or chown ${uid} ${p}`);
       if (st.mode & 0o022) throw unsafePath(p, `is writable by others (mode ${modeText(st)})`, `run chmod go-w ${p}`);
     } else {
@@ -90,9 +107,8 @@ function cacheDir(sub = '') {
   const root =
     process.env.NODE_LIBBPF_CACHE_DIR ||
     (process.geteuid() === 0 ? '/var/cache/node-libbpf' : path.join(xdg && path.isAbsolute(xdg) ? xdg : path.join(os.homedir(), '.cache'), 'node-libbpf'));
-  const dir = path.join(root, sub);
-  fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
-  return checkPrivateDir(dir, { from: root });
+  makePrivateDir(root);
+  return makePrivateDir(path.join(root, sub), root);
 }
 
 /** Whether `file` is a regular file of this user that no one else may write (else it is not reused). */
@@ -128,8 +144,7 @@ function buildGo(source, output, { ldflags } = {}) {
     output = path.join(cacheDir('go'), `${path.basename(source, '.go')}-${hash}`);
     if (isOwnFile(output)) return output;
   } else {
-    fs.mkdirSync(path.dirname(output), { recursive: true, mode: 0o700 });
-    output = path.join(checkPrivateDir(path.dirname(output)), path.basename(output));
+    output = path.join(makePrivateDir(path.dirname(output)), path.basename(output));
     if (isOwnFile(output) && fs.statSync(output).mtimeMs >= fs.statSync(source).mtimeMs) return output;
   }
   const work = cacheDir('go-build');
