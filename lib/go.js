@@ -136,6 +136,11 @@ function isOwnFile(file) {
  * with no go.env, go.work or toolchain download.
  * Throws when Go is not installed (`apt-get install golang-go`), and
  * `ERR_BPF_UNSAFE_PATH` when a directory or file is not private.
+ *
+ * @param {string} source
+ * @param {string} [output]
+ * @param {{ ldflags?: string }} [options]
+ * @returns {string}
  */
 function buildGo(source, output, { ldflags } = {}) {
   const text = fs.readFileSync(source);
