@@ -9,7 +9,7 @@ const bpf = require('..');
 const { parseArgs } = require('../lib/args');
 const { traceTarget, untilStopped, drain } = require('../lib/target');
 const { findFunctions } = require('../lib/procfs');
-const { wallClock, formatTime } = require('../lib/format');
+const { wallClock, formatTime, escapeText } = require('../lib/format');
 const { run } = require('../lib/run');
 const { objectPath } = require('../lib/objects');
 
@@ -39,7 +39,7 @@ async function main() {
       (e) => {
         const time = wallClock(e.ts_ns);
         if (opts.json) console.log(JSON.stringify({ time: time.toISOString(), pid: e.pid, comm: e.comm, command: e.line }));
-        else console.log(`${formatTime(time).padEnd(9)} ${String(e.pid).padStart(7)}  ${e.line}`);
+        else console.log(`${formatTime(time).padEnd(9)} ${String(e.pid).padStart(7)}  ${escapeText(e.line)}`);
       },
       { type: 'readline_event', lost: (count) => console.error(`lost ${count} records`) },
     );

@@ -16,6 +16,7 @@ const { parseArgs, intervalOption } = require('../lib/args');
 const { traceTarget, untilStopped } = require('../lib/target');
 const { SyscallLatency, syscallNumber } = require('../lib/syscalls');
 const { Tally, formatTable, ReportClock, printReport } = require('../lib/report');
+const { escapeText } = require('../lib/format');
 const { run } = require('../lib/run');
 const { objectPath } = require('../lib/objects');
 
@@ -86,7 +87,7 @@ async function main() {
     const histograms = [...syscalls.slice(0, opts.hist ?? 1), ...syscalls.filter((r) => r.syscall === 'openat' || r.syscall === 'connect')];
     const text = () =>
       [
-        `${target.pid === undefined ? target.what : `pid ${target.pid} (${comm})`}: ${syscalls.reduce((n, r) => n + r.count, 0)} syscalls`,
+        `${target.pid === undefined ? target.what : `pid ${target.pid} (${escapeText(comm)})`}: ${syscalls.reduce((n, r) => n + r.count, 0)} syscalls`,
         '',
         latency.formatTable(syscalls.slice(0, top)),
         ...[...new Set(histograms)].map((r) => `\n${latency.formatHistogram(r)}`),

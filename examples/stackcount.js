@@ -20,6 +20,7 @@ const { traceTarget, untilStopped } = require('../lib/target');
 const probes = require('../lib/probes');
 const stacks = require('../lib/stacks');
 const { ReportClock, printReport } = require('../lib/report');
+const { escapeText } = require('../lib/format');
 const { run } = require('../lib/run');
 const { objectPath } = require('../lib/objects');
 
@@ -68,7 +69,7 @@ async function main() {
     obj.setGlobalVariable('user_stacks', !opts.kernelOnly);
     if (list.length) {
       attached = probes.attach(obj, list, { tracepoint: 'handle_tracepoint', uprobe: 'handle_uprobe', pid: target.pid });
-      for (const { probe, error } of attached.failed) console.error(`stackcount: not counting ${probe.label}: ${error.message}`);
+      for (const { probe, error } of attached.failed) console.error(`stackcount: not counting ${escapeText(probe.label)}: ${escapeText(error.message)}`);
     }
     // every CPU, filtered in the kernel: a perf event for a pid samples only its main thread
     if (profile) obj.attachPerfEvent('handle_sample', { event: 'cpu-clock', frequency: opts.frequency ?? 99 });

@@ -10,7 +10,7 @@ const bpf = require('..');
 const { parseArgs } = require('../lib/args');
 const { traceTarget, untilStopped, drain } = require('../lib/target');
 const { findFunctions, threadsNamed } = require('../lib/procfs');
-const { wallClock, formatTime } = require('../lib/format');
+const { wallClock, formatTime, escapeText } = require('../lib/format');
 const { log2Buckets, formatHistogram, histogramJSON } = require('../lib/hist');
 const { run } = require('../lib/run');
 const { objectPath } = require('../lib/objects');
@@ -106,7 +106,7 @@ async function main() {
     if (traced.length === 0) throw new Error(`no libuv phase function in pid ${target.pid}'s binary or libraries: is it a Node.js process?`);
     const module = functions.get('uv__io_poll')?.module ?? functions.values().next().value.module;
     for (const [phase, fn] of PHASES) {
-      if (!functions.has(fn)) console.error(`trace_event_loop: ${fn} is not in ${module} (inlined or stripped in this build): the ${phase} phase is not traced`);
+      if (!functions.has(fn)) console.error(`trace_event_loop: ${fn} is not in ${escapeText(module)} (inlined or stripped in this build): the ${phase} phase is not traced`);
     }
 
     obj = bpf.loadBpfProgram(objectPath('event_loop'));

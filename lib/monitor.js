@@ -24,6 +24,7 @@
  * syscall per 256 entries for the tables (files, connects, retransmits).
  */
 const fs = require('node:fs');
+const net = require('node:net');
 const native = require('./native');
 const { loadBpfProgram } = require('./object');
 const { objectPath } = require('./objects');
@@ -74,15 +75,18 @@ function histogram(words, at) {
   return { count: u64(words, at), sum: u64(words, at + 1) / 1e9, buckets };
 }
 
+/** The text of a 16-byte IPv6 address, as RFC 5952 writes it (the longest run of zero groups is `::`). */
+function ipv6Text(bytes) {
+  return new net.SocketAddress({ address: bytes.toString('hex').match(/.{4}/g).join(':'), family: 'ipv6' }).address;
+}
+
 /** `host:port` of a struct node_endpoint (decoded), `[v6]:port`, or a unix path. */
 function endpointName(e) {
   if (e.family === 2) return `${[...e.addr.v4].join('.')}:${e.port}`;
   if (e.family === 10) {
     const v6 = Buffer.from(e.addr.v6);
     if (v6.subarray(0, 10).every((b) => b === 0) && v6.readUInt16BE(10) === 0xffff) return `${[...v6.subarray(12)].join('.')}:${e.port}`;
-    const groups = [];
-    for (let i = 0; i < 16; i += 2) groups.push(v6.readUInt16BE(i).toString(16));
-    return `[${groups.join(':').replace(/(^|:)0(:0)+(:|$)/, '::')}]:${e.port}`;
+    return `[${ipv6Text(v6)}]:${e.port}`;
   }
   if (e.family === 1) return `unix:${e.addr.path}`;
   return `family ${e.family}`;
@@ -360,4 +364,4 @@ function monitor(options) {
   return new Monitor(options);
 }
 
-module.exports = { monitor, Monitor, excludeLibraryThreads, BUCKET_BOUNDS, PARTS, DEFAULT_PARTS };
+module.exports = { monitor, Monitor, excludeLibraryThreads, endpointName, BUCKET_BOUNDS, PARTS, DEFAULT_PARTS };

@@ -13,6 +13,7 @@
  *   fs.writeFileSync('out.svg', bpf.flameGraph(stacks.foldStacks(counted)));
  */
 const fs = require('fs');
+const { escapeText } = require('./format');
 
 const EFAULT = 14; // bpf_get_stackid: no stack of that kind (a kernel thread's user stack, a user-mode sample's kernel stack)
 
@@ -143,13 +144,14 @@ function symbolize(entries, symbolizer) {
 /**
  * Folded stacks, one line per stack, root first: `comm;user frames;kernel
  * frames count`, kernel frames marked `_[k]` (as flamegraph.pl and inferno
- * color them); the same line twice is counted once.
+ * color them), control characters escaped (lib/format.js `escapeText`);
+ * the same line twice is counted once.
  */
 function foldStacks(stacks) {
   const lines = new Map();
   for (const s of stacks) {
     const frames = [s.comm, ...[...s.user].reverse(), ...[...s.kernel].reverse().map((f) => `${f}_[k]`)];
-    const line = frames.map((f) => f.replace(/;/g, ':').replace(/\s+/g, ' ')).join(';');
+    const line = frames.map((f) => escapeText(f.replace(/;/g, ':').replace(/\s+/g, ' '))).join(';');
     lines.set(line, (lines.get(line) ?? 0) + s.count);
   }
   return [...lines]
@@ -160,13 +162,14 @@ function foldStacks(stacks) {
 
 /**
  * One stack as bcc's stackcount prints it: kernel frames, `--`, user
- * frames (innermost first), the thread and its count.
+ * frames (innermost first), the thread and its count; names and `comm`
+ * with their control characters escaped.
  */
 function formatStack(s) {
-  const lines = s.kernel.map((f) => `    ${f}`);
+  const lines = s.kernel.map((f) => `    ${escapeText(f)}`);
   if (s.kernel.length && s.user.length) lines.push('    --');
-  lines.push(...s.user.map((f) => `    ${f}`));
-  lines.push(`    ${s.comm} [${s.pid}]`, `      ${s.count}`);
+  lines.push(...s.user.map((f) => `    ${escapeText(f)}`));
+  lines.push(`    ${escapeText(s.comm)} [${s.pid}]`, `      ${s.count}`);
   return lines.join('\n');
 }
 
