@@ -380,8 +380,8 @@ export interface Features {
    */
   tracepoints: boolean
   /**
-   * Where tracefs is mounted (`/sys/kernel/tracing`), when it is; `null`
-   * when it is not (features() never mounts it).
+   * Where tracefs is mounted (`/sys/kernel/tracing`), when it is;
+   * undefined when it is not (features() never mounts it).
    */
   tracefs?: string
   /** kprobes and kretprobes (CONFIG_KPROBES). */

@@ -79,7 +79,7 @@ test('the monitor, every part, with tracefs unmounted: counts exactly and mounts
   }`);
   assert.equal(out.before, 0);
   assert.equal(out.after, 0, 'the monitor mounted no tracefs');
-  assert.deepEqual(out.parts, ['connects', 'eventLoop', 'files', 'offCpu', 'syscalls', 'tcpRetransmits']);
+  assert.deepEqual(out.parts, ['connects', 'eventLoop', 'files', 'offCpu', 'syscalls', 'tableOverflows', 'tcpRetransmits']);
   assert.deepEqual(out.opens, { path: out.file, count: K, errors: K });
   assert.deepEqual(out.connects, { endpoint: out.connects?.endpoint, count: 1, errors: 0 });
 });
