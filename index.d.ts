@@ -420,6 +420,11 @@ export interface MonitorSnapshot {
   files?: Array<{ path: string; count: number; errors: number }>
   connects?: Array<{ endpoint: string; count: number; errors: number }>
   tcpRetransmits?: Array<{ endpoint: string; segments: number }>
+  /**
+   * For the parts on, the inserts a table in the kernel refused because it
+   * was full (`monitor.tableSizes`): those calls or segments went uncounted.
+   */
+  tableOverflows?: { files?: number; connects?: number; tcpRetransmits?: number; listeningPorts?: number }
 }
 
 /** An OpenTelemetry MetricProducer (`@opentelemetry/sdk-metrics`), structurally. */
@@ -447,6 +452,8 @@ export declare class Monitor {
   get closed(): boolean
   /** Whether its programs are attached (not paused). */
   get attached(): boolean
+  /** How many keys each table of the parts on holds in the kernel (`files`, `connects`: 4,096). */
+  get tableSizes(): { files?: number; connects?: number; tcpRetransmits?: number; listeningPorts?: number }
   /** Everything counted since it started (cumulative). */
   read(): MonitorSnapshot
   /** Detaches its programs; counts stay. */

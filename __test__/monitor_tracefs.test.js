@@ -28,7 +28,7 @@ function inNamespaceWithoutTracefs(body) {
       }
     }
     if (!fs.readFileSync('/proc/self/mounts', 'utf8').split('\\n').some((l) => l.split(' ')[1] === '/sys/kernel/debug')) {
-      execFileSync('mount', ['-t', 'debugfs', 'debugfs', '/sys/kernel/debug']);
+      try { execFileSync('mount', ['-t', 'debugfs', 'debugfs', '/sys/kernel/debug'], { stdio: 'ignore' }); } catch {} // (a kernel without debugfs: the automount case is moot)
     }
     const bpf = require(${JSON.stringify(ROOT)});
     (async () => { const out = await (${body})(bpf, mounts); process.stdout.write(JSON.stringify(out) + '\\n'); process.exit(0); })()
