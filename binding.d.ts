@@ -165,7 +165,8 @@ export declare class ObjectHandle {
   attachKretprobe(funcName: string, prog: BpfProgram | string, options?: AttachOptions | undefined | null): BpfLink
   /**
    * Attaches a `SEC("tp/...")` program to the tracepoint `category:name`
-   * (e.g. `syscalls`, `sys_enter_openat`). Mounts tracefs if needed. The
+   * (e.g. `syscalls`, `sys_enter_openat`). tracefs must be mounted
+   * (node-libbpf never mounts it; ERR_BPF_TRACEFS says how). The
    * `cookie` tells attachments of one program apart
    * (`bpf_get_attach_cookie()`).
    */
@@ -373,11 +374,15 @@ export interface Features {
   /** The kernel's own BTF (/sys/kernel/btf/vmlinux): CO-RE works. */
   btf: boolean
   /**
-   * The kernel has tracepoints (tracefs is mounted, or can be);
-   * `notPermitted` says when this process may not attach them.
+   * The kernel has tracepoints (tracefs is mounted, or the kernel has it:
+   * /proc/filesystems); `notPermitted` says when this process may not
+   * attach them, `notes` when tracefs is not mounted.
    */
   tracepoints: boolean
-  /** Where tracefs is mounted (`/sys/kernel/tracing`), when it is. */
+  /**
+   * Where tracefs is mounted (`/sys/kernel/tracing`), when it is;
+   * undefined when it is not (features() never mounts it).
+   */
   tracefs?: string
   /** kprobes and kretprobes (CONFIG_KPROBES). */
   kprobes: boolean
@@ -397,6 +402,11 @@ export interface Features {
    * (maps, programs), CAP_PERFMON (tracing), or where tracefs is root's.
    */
   notPermitted: Array<string>
+  /**
+   * What else to know, with what to do: `tracepoints: tracefs is not
+   * mounted ...` (SEC("tp/...") programs need it; node-libbpf never mounts it).
+   */
+  notes: Array<string>
   /**
    * The capabilities that matter to BPF held by this process:
    * `CAP_BPF`, `CAP_PERFMON`, `CAP_SYS_ADMIN` (root holds all three).
@@ -572,6 +582,14 @@ export interface ProgramStats {
  * x86_64's x32 syscalls (512 and up) are not in it.
  */
 export declare function syscallNames(arch?: 'x86_64' | 'arm64'): Array<string>
+
+/**
+ * The tracefs root tracepoints are read from: `/sys/kernel/tracing` (or
+ * `/sys/kernel/debug/tracing`). Mounts nothing: throws `ERR_BPF_TRACEFS`
+ * (naming the mount command) when tracefs is not mounted, `EPERM` when
+ * this process may not read it.
+ */
+export declare function tracefsRoot(): string
 
 /** Options of `attachUprobeMulti`. */
 export interface UprobeMultiOptions {

@@ -272,7 +272,8 @@ export declare class BpfObject<P extends string = string> {
   attachKretprobe(funcName: string, prog: BpfProgram | P, options?: AttachOptions | null): BpfLink
   /**
    * Attaches a `SEC("tp/...")` program to the tracepoint `category:name`
-   * (e.g. `syscalls`, `sys_enter_openat`). Mounts tracefs if needed. The
+   * (e.g. `syscalls`, `sys_enter_openat`). tracefs must be mounted
+   * (node-libbpf never mounts it; ERR_BPF_TRACEFS says how). The
    * `cookie` tells attachments of one program apart (`bpf_get_attach_cookie()`).
    */
   attachTracepoint(category: string, name: string, prog: BpfProgram | P, options?: AttachOptions | null): BpfLink
@@ -419,6 +420,11 @@ export interface MonitorSnapshot {
   files?: Array<{ path: string; count: number; errors: number }>
   connects?: Array<{ endpoint: string; count: number; errors: number }>
   tcpRetransmits?: Array<{ endpoint: string; segments: number }>
+  /**
+   * For the parts on, the inserts a table in the kernel refused because it
+   * was full (`monitor.tableSizes`): those calls or segments went uncounted.
+   */
+  tableOverflows?: { files?: number; connects?: number; tcpRetransmits?: number; listeningPorts?: number }
 }
 
 /** An OpenTelemetry MetricProducer (`@opentelemetry/sdk-metrics`), structurally. */
@@ -446,6 +452,8 @@ export declare class Monitor {
   get closed(): boolean
   /** Whether its programs are attached (not paused). */
   get attached(): boolean
+  /** How many keys each table of the parts on holds in the kernel (`files`, `connects`: 4,096). */
+  get tableSizes(): { files?: number; connects?: number; tcpRetransmits?: number; listeningPorts?: number }
   /** Everything counted since it started (cumulative). */
   read(): MonitorSnapshot
   /** Detaches its programs; counts stay. */

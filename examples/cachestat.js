@@ -54,7 +54,7 @@ function choosePrograms(obj, { kprobes = false } = {}) {
   }
   const kind = features.fentry && !kprobes ? 'fentry' : 'kprobe';
   const have = kernelFunctions();
-  const root = ['/sys/kernel/tracing', '/sys/kernel/debug/tracing'].find((r) => fs.existsSync(path.join(r, 'events')));
+  const root = features.tracefs; // where tracefs is mounted (never mounted by node-libbpf), or undefined
   const chosen = {};
   for (const [event, { functions, tracepoints = [] }] of Object.entries(EVENTS)) {
     const func = functions.find((f) => have.has(f));

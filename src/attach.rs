@@ -272,7 +272,8 @@ impl ObjectHandle {
   }
 
   /// Attaches a `SEC("tp/...")` program to the tracepoint `category:name`
-  /// (e.g. `syscalls`, `sys_enter_openat`). Mounts tracefs if needed. The
+  /// (e.g. `syscalls`, `sys_enter_openat`). tracefs must be mounted
+  /// (node-libbpf never mounts it; ERR_BPF_TRACEFS says how). The
   /// `cookie` tells attachments of one program apart
   /// (`bpf_get_attach_cookie()`).
   #[napi]

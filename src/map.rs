@@ -344,16 +344,7 @@ impl NativeMap {
         );
       }
       self.with_map(|map| {
-        let batch = if remove {
-          map.lookup_and_delete_batch(256, MapFlags::ANY, MapFlags::ANY)
-        } else {
-          map.lookup_batch(256, MapFlags::ANY, MapFlags::ANY)
-        };
-        let (mut keys, mut values) = (Vec::new(), Vec::new());
-        for (k, v) in batch.map_err(|e| self.map_error("batch lookup", e))? {
-          keys.extend_from_slice(&k);
-          values.extend_from_slice(&v);
-        }
+        let (keys, values) = read_batches(map, remove).map_err(|e| self.map_error("batch lookup", e.into()))?;
         Ok(vec![keys.into(), values.into()])
       })
     })
@@ -371,6 +362,61 @@ impl NativeMap {
   #[napi(ts_args_type = "dispatch: (data: Buffer, ends: Uint32Array, cpus: Uint32Array | null, losses: number[] | null) => void, options?: BufferOptions")]
   pub fn open_perf_buffer(&self, dispatch: Function<'_, DispatchArgs, ()>, options: Option<BufferOptions>) -> Result<NativeBuffer> {
     guard(|| self.open_buffer(MapType::PerfEventArray, "openPerfBuffer", "BPF_MAP_TYPE_PERF_EVENT_ARRAY", dispatch, options, buffer::open_perf))
+  }
+}
+
+/// Every `(keys, values)` of a hash map (not per-CPU), in batches of 256
+/// entries or more, until the kernel says ENOENT. Not libbpf-rs's
+/// `lookup_batch`: its iterator ends at the first short batch, and the
+/// kernel hands out whole buckets, so a batch is short wherever the next
+/// bucket does not fit (a full map of 4,096 files read as 511). ENOSPC (a
+/// bucket bigger than the batch) doubles the batch.
+fn read_batches(map: &libbpf_rs::Map<'_>, remove: bool) -> std::io::Result<(Vec<u8>, Vec<u8>)> {
+  use std::os::fd::{AsFd, AsRawFd};
+  let fd = map.as_fd().as_raw_fd();
+  let (key_size, value_size) = (map.key_size() as usize, map.value_size() as usize);
+  let (mut keys, mut values) = (Vec::new(), Vec::new());
+  // the kernel's cursor (a bucket index for hash maps); key-sized is enough
+  let mut cursor = vec![0u8; key_size.max(8)];
+  let mut next = cursor.clone();
+  let mut first = true;
+  let mut batch = 256usize;
+  loop {
+    let mut count = batch as u32;
+    let (at_keys, at_values) = (keys.len(), values.len());
+    keys.resize(at_keys + batch * key_size, 0);
+    values.resize(at_values + batch * value_size, 0);
+    // SAFETY: the opts are zeroed with their size set; the key and value
+    // areas hold `count` entries past where this batch goes; the cursors
+    // are key-sized, as libbpf asks.
+    let ret = unsafe {
+      let mut opts: libbpf_sys::bpf_map_batch_opts = std::mem::zeroed();
+      opts.sz = std::mem::size_of::<libbpf_sys::bpf_map_batch_opts>() as _;
+      let call = if remove { libbpf_sys::bpf_map_lookup_and_delete_batch } else { libbpf_sys::bpf_map_lookup_batch };
+      call(
+        fd,
+        if first { std::ptr::null_mut() } else { cursor.as_mut_ptr().cast() },
+        next.as_mut_ptr().cast(),
+        keys.as_mut_ptr().add(at_keys).cast(),
+        values.as_mut_ptr().add(at_values).cast(),
+        &mut count,
+        &opts,
+      )
+    };
+    let errno = if ret < 0 { -ret } else { 0 };
+    let got = if errno == 0 || errno == libc::ENOENT { count as usize } else { 0 };
+    keys.truncate(at_keys + got * key_size);
+    values.truncate(at_values + got * value_size);
+    match errno {
+      0 => {
+        std::mem::swap(&mut cursor, &mut next);
+        first = false;
+      }
+      libc::ENOENT => return Ok((keys, values)),
+      libc::ENOSPC if batch < 1 << 20 => batch *= 2,
+      libc::EINTR => {}
+      _ => return Err(std::io::Error::from_raw_os_error(errno)),
+    }
   }
 }
 
