@@ -60,7 +60,11 @@ pub fn cookie(what: &str, name: &str, value: Option<&BigInt>) -> BpfResult<u64> 
   let zero = big.words.iter().all(|w| *w == 0);
   if (big.sign_bit && !zero) || big.words.len() > 1 && !big.words[1..].iter().all(|w| *w == 0) {
     let sign = if big.sign_bit { "-" } else { "" };
-    let shown = if big.words.len() == 1 { format!("{sign}{v}n") } else { format!("{sign}a {}-bit bigint", 64 * big.words.len()) };
+    let shown = match (big.words.len(), big.sign_bit) {
+      (1, _) => format!("{sign}{v}n"),
+      (_, false) => "a bigint of more than 64 bits".to_string(),
+      (_, true) => "a negative bigint of more than 64 bits".to_string(),
+    };
     return err(Code::InvalidValue, format!("{what}: {name} must be an integer from 0 to 2**64-1; got {shown}"));
   }
   Ok(v)
@@ -110,6 +114,6 @@ mod tests {
     let e = cookie("f", "cookie", Some(&big(true, vec![1]))).unwrap_err();
     assert_eq!(e.message, "f: cookie must be an integer from 0 to 2**64-1; got -1n");
     let e = cookie("f", "cookie", Some(&big(false, vec![0, 1]))).unwrap_err();
-    assert_eq!(e.message, "f: cookie must be an integer from 0 to 2**64-1; got a 128-bit bigint");
+    assert_eq!(e.message, "f: cookie must be an integer from 0 to 2**64-1; got a bigint of more than 64 bits");
   }
 }
