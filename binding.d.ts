@@ -299,10 +299,10 @@ export declare function __panicForTests(): void
  */
 export interface AttachOptions {
   /**
-   * Value for `bpf_get_attach_cookie()`: a bigint from 0n to 2n ** 64n - 1n
-   * (default 0).
+   * Value for `bpf_get_attach_cookie()`: a bigint from 0n to 2n ** 64n - 1n,
+   * or a safe integer number (default 0).
    */
-  cookie?: bigint
+  cookie?: bigint | number
 }
 
 /**
@@ -592,9 +592,9 @@ export interface UprobeMultiOptions {
   retprobe?: boolean
   /**
    * One `bpf_get_attach_cookie()` value per symbol (with a list of
-   * symbols), each from 0n to 2n ** 64n - 1n.
+   * symbols), each from 0n to 2n ** 64n - 1n (or a safe integer number).
    */
-  cookies?: Array<bigint>
+  cookies?: Array<bigint | number>
 }
 
 /** Options of `attachUprobe`/`attachUretprobe`/`attachUsdt`. */
@@ -606,7 +606,7 @@ export interface UprobeOptions {
   pid?: number
   /**
    * Value for `bpf_get_attach_cookie()` (`bpf_usdt_cookie()` for USDT): a
-   * bigint from 0n to 2n ** 64n - 1n.
+   * bigint from 0n to 2n ** 64n - 1n, or a safe integer number.
    */
-  cookie?: bigint
+  cookie?: bigint | number
 }

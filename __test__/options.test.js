@@ -148,7 +148,7 @@ function options(env) {
       // pid 1 exists; 4194304 does not
       ...(name === 'pid' && { kernel: notFound }),
     })),
-    { call: 'monitor()', name: 'top', range: [1, 16_384], api: (v) => bpf.monitor({ top: v }).close(), native: null },
+    { call: 'monitor()', name: 'top', range: [1, 4096], api: (v) => bpf.monitor({ top: v }).close(), native: null },
   ];
   return list;
 }

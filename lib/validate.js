@@ -30,7 +30,7 @@ const LIMITS = {
   /** Events per sample. */
   period: [1, Number.MAX_SAFE_INTEGER],
   /** Rows of a monitor's top N tables. */
-  top: [1, 16_384],
+  top: [1, 4096],
 };
 
 const U64_MAX = 2n ** 64n - 1n;

@@ -54,8 +54,10 @@ impl BpfLink {
 #[napi(object)]
 #[derive(Default)]
 pub struct AttachOptions {
-  /// Value for `bpf_get_attach_cookie()`: a bigint from 0n to 2n ** 64n - 1n
-  /// (default 0).
+  /// Value for `bpf_get_attach_cookie()`: a bigint from 0n to 2n ** 64n - 1n,
+  /// or a safe integer number (default 0).
+  // (lib/object.js turns a number into a bigint: the addon takes bigints)
+  #[napi(ts_type = "bigint | number")]
   pub cookie: Option<BigInt>,
 }
 
@@ -67,7 +69,8 @@ pub struct UprobeOptions {
   /// binary).
   pub pid: Option<f64>,
   /// Value for `bpf_get_attach_cookie()` (`bpf_usdt_cookie()` for USDT): a
-  /// bigint from 0n to 2n ** 64n - 1n.
+  /// bigint from 0n to 2n ** 64n - 1n, or a safe integer number.
+  #[napi(ts_type = "bigint | number")]
   pub cookie: Option<BigInt>,
 }
 
@@ -81,7 +84,8 @@ pub struct UprobeMultiOptions {
   /// Attach at the functions' returns (a `SEC("uretprobe.multi")` program).
   pub retprobe: Option<bool>,
   /// One `bpf_get_attach_cookie()` value per symbol (with a list of
-  /// symbols), each from 0n to 2n ** 64n - 1n.
+  /// symbols), each from 0n to 2n ** 64n - 1n (or a safe integer number).
+  #[napi(ts_type = "Array<bigint | number>")]
   pub cookies: Option<Vec<BigInt>>,
 }
 
