@@ -121,7 +121,7 @@ function parseArgs(description, extra = {}, argv = process.argv.slice(2)) {
 /** A number of seconds above 0 and at most MAX_SECONDS (fractions allowed), for an option's `parse`. */
 function seconds(value) {
   const n = Number(value);
-  if (!(n > 0 && n <= MAX_SECONDS) || String(value).trim() === '') {
+  if (!(n > 0 && n <= MAX_SECONDS)) {
     throw new Error(`not a number of seconds above 0 and at most ${MAX_SECONDS}: ${value}`);
   }
   return n;
