@@ -12,7 +12,7 @@ const fs = require('fs');
 const net = require('net');
 const path = require('path');
 const bpf = require('..');
-const { parseArgs, intervalOption } = require('../lib/args');
+const { parseArgs, intervalOption, integer } = require('../lib/args');
 const { traceTarget, untilStopped } = require('../lib/target');
 const { SyscallLatency, syscallNumber } = require('../lib/syscalls');
 const { Tally, formatTable, ReportClock, printReport } = require('../lib/report');
@@ -33,11 +33,8 @@ function formatEndpoint(e) {
   return FAMILIES[e.family] ?? `family ${e.family}`;
 }
 
-function positiveInteger(value) {
-  const n = Number(value);
-  if (!(Number.isInteger(n) && n > 0)) throw new Error(`not a positive integer: ${value}`);
-  return n;
-}
+// a count of rows: at most 100000
+const positiveInteger = integer(1, 100_000);
 
 function sortKey(value) {
   if (value !== 'count' && value !== 'time') throw new Error(`not count or time: ${value}`);

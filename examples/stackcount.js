@@ -15,7 +15,8 @@
 const fs = require('fs');
 const path = require('path');
 const bpf = require('..');
-const { parseArgs } = require('../lib/args');
+const { parseArgs, integer } = require('../lib/args');
+const { maxSampleRate } = require('../lib/validate');
 const { traceTarget, untilStopped } = require('../lib/target');
 const probes = require('../lib/probes');
 const stacks = require('../lib/stacks');
@@ -24,18 +25,15 @@ const { escapeText } = require('../lib/format');
 const { run } = require('../lib/run');
 const { objectPath } = require('../lib/objects');
 
-function positiveInteger(value) {
-  const n = Number(value);
-  if (!(Number.isInteger(n) && n > 0)) throw new Error(`not a positive integer: ${value}`);
-  return n;
-}
+// a count of rows: at most 100000
+const positiveInteger = integer(1, 100_000);
 
 async function main() {
   const opts = parseArgs('Counts the stacks of an event or of CPU samples in the kernel, and names their frames.', {
     systemWide: 'every process',
     options: {
       profile: { type: 'boolean', help: 'sample the CPU (cpu-clock perf event; the default without an event)' },
-      frequency: { type: 'string', short: 'F', arg: 'HZ', help: 'samples per second with --profile (default 99)', parse: positiveInteger },
+      frequency: { type: 'string', short: 'F', arg: 'HZ', help: 'samples per second with --profile (default 99)', parse: (v) => integer(1, maxSampleRate())(v) },
       tracepoint: { type: 'string', short: 't', arg: 'CAT:EVENT', help: 'count the stacks of a tracepoint (globs: syscalls:sys_enter_open*)' },
       top: { type: 'string', arg: 'N', help: 'print the N most frequent stacks (default 10)', parse: positiveInteger },
       folded: { type: 'boolean', help: 'print every stack folded (comm;outer;...;inner count) instead', conflicts: 'top' },

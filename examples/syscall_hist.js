@@ -11,7 +11,7 @@
 // first building a trace record.
 const path = require('path');
 const bpf = require('..');
-const { parseArgs, intervalOption } = require('../lib/args');
+const { parseArgs, intervalOption, integer } = require('../lib/args');
 const { traceTarget, untilStopped } = require('../lib/target');
 const { SyscallLatency, UNITS } = require('../lib/syscalls');
 const { ReportClock, printReport } = require('../lib/report');
@@ -32,11 +32,8 @@ function unit(value) {
   return value;
 }
 
-function positiveInteger(value) {
-  const n = Number(value);
-  if (!(Number.isInteger(n) && n > 0)) throw new Error(`not a positive integer: ${value}`);
-  return n;
-}
+// a count of rows: at most 100000
+const positiveInteger = integer(1, 100_000);
 
 async function main() {
   const opts = parseArgs('Prints a latency histogram per syscall of a process, or of every process, counted in the kernel.', {

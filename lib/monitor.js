@@ -28,6 +28,7 @@ const net = require('node:net');
 const native = require('./native');
 const { loadBpfProgram } = require('./object');
 const { objectPath } = require('./objects');
+const validate = require('./validate');
 const { findFunctions, socketInodes } = require('./procfs');
 const { PHASES, choosePhasePrograms, attachPhases } = require('./event_loop');
 const { chooseThreadStorage } = require('./compat');
@@ -133,8 +134,7 @@ function checkOptions(options) {
   const wrong = PARTS.filter((p) => options?.[p] !== undefined && typeof options[p] !== 'boolean');
   if (wrong.length) throw codedError('ERR_INVALID_ARG_TYPE', `monitor(): parts are turned on or off with true or false; ${wrong.map((p) => `${p}: ${options[p]}`).join(', ')}`);
   const parts = PARTS.filter((p) => options?.[p] ?? DEFAULT_PARTS.includes(p));
-  const top = options?.top ?? 20;
-  if (!Number.isInteger(top) || top < 1) throw codedError('ERR_BPF_INVALID_VALUE', `monitor(): top must be a positive integer, got ${top}`);
+  const top = validate.integer('monitor()', 'top', options?.top, validate.LIMITS.top) ?? 20;
   return { parts, top };
 }
 

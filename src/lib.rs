@@ -14,6 +14,7 @@ mod libbpf_log;
 mod map;
 mod names;
 mod object;
+mod options;
 mod perf_event;
 mod poller;
 mod program;
