@@ -5,12 +5,15 @@
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include "syscall_hist.bpf.h"
+#include "filter.bpf.h"
 
 /* sys_enter(struct pt_regs *regs, long id) */
 SEC("raw_tp/sys_enter")
 int handle_sys_enter(struct bpf_raw_tracepoint_args *ctx)
 {
-	syscall_enter(ctx->args[1]);
+	/* not started: its exit is not counted either */
+	if (cgroup_traced())
+		syscall_enter(ctx->args[1]);
 	return 0;
 }
 
