@@ -17,6 +17,7 @@ const { SyscallLatency, UNITS } = require('../lib/syscalls');
 const { ReportClock, printReport } = require('../lib/report');
 const { run } = require('../lib/run');
 const { objectPath } = require('../lib/objects');
+const { configureCgroup } = require('../lib/cgroup');
 
 /** `--linear 0,100,10`: `{ min, max, step }`, as bpftrace's lhist(v, min, max, step). */
 function linearSpec(value) {
@@ -66,6 +67,7 @@ async function main() {
   try {
     obj = bpf.loadBpfProgram(objectPath('syscall_hist'));
     latency.configure(obj, target.pid);
+    configureCgroup(obj, opts);
     obj.load();
     latency.start();
     obj.attachRawTracepoint('sys_enter', 'handle_sys_enter');

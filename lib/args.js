@@ -101,6 +101,7 @@ function parseArgs(description, extra = {}, argv = process.argv.slice(2)) {
     }
     opts[camelCase(name)] = value;
   }
+  if (opts.cgroup && opts.systemWide) opts.systemWide += ` in cgroup ${opts.cgroup.path}`;
   if (extra.positionals) {
     if (positionals.length < (extra.positionals.min ?? 0)) usageError(`missing ${extra.positionals.name}`, usage);
     opts.positionals = positionals;
