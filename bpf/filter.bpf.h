@@ -29,6 +29,31 @@ static __always_inline bool cgroup_traced(void)
 	return bpf_get_current_cgroup_id() == target_cgroup;
 }
 
+/* whether cgroup cgrp (a socket's: sock_cgroup()) is target_cgroup or below
+ * it, for events that do not run in their owner's thread (softirq, timers) */
+static __always_inline bool cgroup_under(const struct cgroup *cgrp)
+{
+	int level;
+
+	if (!target_cgroup)
+		return true;
+	if (!cgrp)
+		return false;
+	level = BPF_CORE_READ(cgrp, level);
+	for (int i = 0; i < 64 && level > (int)target_cgroup_level; i++, level--)
+		cgrp = BPF_CORE_READ(cgrp, self.parent, cgroup);
+	return cgrp && level == (int)target_cgroup_level && BPF_CORE_READ(cgrp, kn, id) == target_cgroup;
+}
+
+/* the cgroup (v2) of a socket: its creator's, where the kernel keeps it
+ * (5.15+); NULL before */
+static __always_inline const struct cgroup *sock_cgroup(const struct sock *sk)
+{
+	if (!bpf_core_field_exists(struct sock_cgroup_data, cgroup))
+		return NULL;
+	return BPF_CORE_READ(sk, sk_cgrp_data.cgroup);
+}
+
 /* the current thread's cgroup id for a count's key: 0 unless per_container */
 static __always_inline __u64 container_key(void)
 {
