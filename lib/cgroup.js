@@ -35,6 +35,9 @@ function invalid(message) {
  * cgroup's id (a BigInt: the directory's inode), `path` relative to the v2
  * root (`/` for the root), `level` its depth (0: the root). Throws
  * ERR_BPF_INVALID_VALUE naming `p` when it is no cgroup v2 directory.
+ *
+ * @param {string} p
+ * @param {string | null} [root] the v2 mount (default: `cgroupV2Root()`)
  */
 function resolveCgroup(p, root = cgroupV2Root()) {
   if (!root) throw invalid(`cgroup ${p}: this system has no cgroup v2 hierarchy mounted (mount -t cgroup2 none /sys/fs/cgroup)`);
@@ -62,6 +65,9 @@ const CONTAINER_PATTERNS = [
  * containerd (cri), cri-o, podman and the kubelet (systemd or cgroupfs
  * driver). The innermost container scope wins; conmon's scopes
  * (`libpod-conmon-ID.scope`, `crio-conmon-ID.scope`) are no container.
+ *
+ * @param {string} p
+ * @returns {{ containerId?: string, podUid?: string }}
  */
 function parseContainer(p) {
   let containerId, podUid;
@@ -99,6 +105,7 @@ class CgroupNames {
     this.walked = false;
   }
 
+  /** Walks the hierarchy now (`get` does when it must). */
   walk() {
     this.walked = true;
     if (!this.root) return;
@@ -116,7 +123,12 @@ class CgroupNames {
     visit(this.root, '');
   }
 
-  /** The names of cgroup `id` (a number or BigInt). */
+  /**
+   * The names of cgroup `id`.
+   *
+   * @param {number | bigint} id
+   * @returns {{ cgroupId: number, cgroup: string, containerId?: string, podUid?: string }}
+   */
   get(id) {
     const key = String(id);
     if (!this.paths.has(key) && !this.walked) this.walk();
@@ -127,7 +139,11 @@ class CgroupNames {
   }
 }
 
-/** The CONTAINER column of a row of `CgroupNames.get`: the short (12-character) container id, else the cgroup path. */
+/**
+ * The CONTAINER column of a row of `CgroupNames.get`: the short (12-character) container id, else the cgroup path.
+ *
+ * @param {{ cgroup: string, containerId?: string }} row
+ */
 function containerLabel(row) {
   return row.containerId ? row.containerId.slice(0, 12) : row.cgroup;
 }
@@ -136,6 +152,9 @@ function containerLabel(row) {
  * Sets, before load, the globals of bpf/filter.bpf.h from the tool's
  * options: `opts.cgroup` (from `--cgroup`, `resolveCgroup`) and
  * `opts.perContainer`.
+ *
+ * @param {{ setGlobalVariable(name: string, value: any): void }} obj
+ * @param {{ cgroup?: { id: bigint, level: number }, perContainer?: boolean }} opts
  */
 function configureCgroup(obj, opts) {
   if (opts.cgroup) {
