@@ -133,15 +133,16 @@ describe('the tools with --cgroup and --per-container', { skip, timeout: 4 * TIM
   const probe = 't:syscalls:sys_enter_getppid';
   const total = (stdout) => JSON.parse(stdout.trim().split('\n').pop());
 
-  test('funccount --cgroup: the calls of that cgroup, exactly; --per-container: a row per cgroup, with its path; syscall_hist --cgroup -s: the same', async () => {
+  test('funccount and syscall_hist, --cgroup: the calls of that cgroup, exactly; --per-container: a row per cgroup, with its path', async () => {
     const rel = (name) => `/${path.basename(dirs[name])}`;
     const tools = [
       tool('funccount', ['--cgroup', dirs.a, '-j', probe]),
       tool('funccount', ['--cgroup', rel('b').slice(1), '-j', probe]), // relative to the v2 mount
       tool('funccount', ['--per-container', '-j', probe]),
       tool('syscall_hist', ['--cgroup', dirs.b, '-s', 'getppid', '-j']),
+      tool('syscall_hist', ['--per-container', '-s', 'getppid', '-j']),
     ];
-    const [a, b, perContainer, hist] = await workloads(tools);
+    const [a, b, perContainer, hist, histPerContainer] = await workloads(tools);
     assert.match(a.stderr, new RegExp(`^Tracing every process in cgroup ${rel('a')} until Ctrl\\+C`, 'm'));
     assert.deepEqual(total(a.stdout).counts, [{ probe: 'syscalls:sys_enter_getppid', count: K.a }], a.stdout);
     assert.deepEqual(total(b.stdout).counts, [{ probe: 'syscalls:sys_enter_getppid', count: K.b }], b.stdout);
@@ -154,6 +155,12 @@ describe('the tools with --cgroup and --per-container', { skip, timeout: 4 * TIM
     assert.equal(new Set(rows.map((r) => r.cgroupId)).size, rows.length, 'one row per cgroup');
     const calls = total(hist.stdout).syscalls;
     assert.deepEqual(calls.map((s) => [s.syscall, s.count]), [['getppid', K.b]], hist.stdout);
+    const perCgroup = total(histPerContainer.stdout).syscalls;
+    for (const name of ['a', 'b']) {
+      const row = perCgroup.find((r) => r.cgroup === rel(name));
+      assert.deepEqual([row?.cgroupId, row?.syscall, row?.count], [fs.statSync(dirs[name]).ino, 'getppid', K[name]], histPerContainer.stdout);
+      assert.equal(row.buckets.reduce((n, bucket) => n + bucket.count, 0), K[name], 'its histogram counts each call once');
+    }
   });
 
   test('-p and --cgroup: both apply; stackcount --per-container: the CONTAINER of each stack', async () => {

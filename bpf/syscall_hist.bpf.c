@@ -4,8 +4,9 @@
  * attach each for every syscall, and no per-event record to build. */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
-#include "syscall_hist.bpf.h"
 #include "filter.bpf.h"
+#define SYSCALL_HIST_PER_CGROUP
+#include "syscall_hist.bpf.h"
 
 /* sys_enter(struct pt_regs *regs, long id) */
 SEC("raw_tp/sys_enter")

@@ -42,6 +42,7 @@ function positiveInteger(value) {
 async function main() {
   const opts = parseArgs('Prints a latency histogram per syscall of a process, or of every process, counted in the kernel.', {
     systemWide: 'every process',
+    perContainer: true,
     options: {
       interval: intervalOption(),
       unit: { type: 'string', arg: 'UNIT', help: 'the histograms\' unit: ns, us (default) or ms', parse: unit },
@@ -52,7 +53,7 @@ async function main() {
   });
   let latency;
   try {
-    latency = new SyscallLatency({ unit: opts.unit ?? 'us', linear: opts.linear, syscalls: opts.syscall });
+    latency = new SyscallLatency({ unit: opts.unit ?? 'us', linear: opts.linear, syscalls: opts.syscall, perContainer: opts.perContainer });
   } catch (err) {
     console.error(`syscall_hist: ${err.message}`);
     process.exit(2);
