@@ -127,6 +127,7 @@ describe('the tools with --cgroup and --per-container', { skip, timeout: 4 * TIM
       assert.equal(out.code, 0, `the tool exits cleanly; stderr:\n${out.stderr}`);
       outs.push(out);
     }
+    outs.pids = { a: loops.a.child.pid, b: loops.b.child.pid };
     return outs;
   }
 
@@ -141,8 +142,10 @@ describe('the tools with --cgroup and --per-container', { skip, timeout: 4 * TIM
       tool('funccount', ['--per-container', '-j', probe]),
       tool('syscall_hist', ['--cgroup', dirs.b, '-s', 'getppid', '-j']),
       tool('syscall_hist', ['--per-container', '-s', 'getppid', '-j']),
+      tool('trace_file_io', ['--cgroup', dirs.a, '-j']),
     ];
-    const [a, b, perContainer, hist, histPerContainer] = await workloads(tools);
+    const outs = await workloads(tools);
+    const [a, b, perContainer, hist, histPerContainer, fileIo] = outs;
     assert.match(a.stderr, new RegExp(`^Tracing every process in cgroup ${rel('a')} until Ctrl\\+C`, 'm'));
     assert.deepEqual(total(a.stdout).counts, [{ probe: 'syscalls:sys_enter_getppid', count: K.a }], a.stdout);
     assert.deepEqual(total(b.stdout).counts, [{ probe: 'syscalls:sys_enter_getppid', count: K.b }], b.stdout);
@@ -161,6 +164,10 @@ describe('the tools with --cgroup and --per-container', { skip, timeout: 4 * TIM
       assert.deepEqual([row?.cgroupId, row?.syscall, row?.count], [fs.statSync(dirs[name]).ino, 'getppid', K[name]], histPerContainer.stdout);
       assert.equal(row.buckets.reduce((n, bucket) => n + bucket.count, 0), K[name], 'its histogram counts each call once');
     }
+    // the article's tracers (lib/trace_syscalls.js): the loop in cgroup a writes its result once, at exit
+    const events = fileIo.stdout.split('\n').filter((l) => l.startsWith('{"')).map((l) => JSON.parse(l)).filter((e) => e.syscall);
+    assert.deepEqual([...new Set(events.map((e) => e.pid))], [outs.pids.a], fileIo.stdout);
+    assert.deepEqual(events.map((e) => e.syscall), ['write'], fileIo.stdout);
   });
 
   test('-p and --cgroup: both apply; stackcount --per-container: the CONTAINER of each stack', async () => {
