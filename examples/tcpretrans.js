@@ -6,6 +6,7 @@
 // through a ring buffer; a count per connection at the end. Needs root.
 //   node examples/tcpretrans.js [--pid N | --all] [--duration S] [--json]
 const net = require('net');
+const os = require('os');
 const path = require('path');
 const bpf = require('..');
 const { parseArgs } = require('../lib/args');
@@ -116,6 +117,11 @@ async function main() {
     perContainer: true,
     pidHelp: 'the connections of process PID (default: every TCP connection, in every network namespace; --demo: a client and a server on a lossy link of their own)',
   });
+  const [major, minor] = os.release().split('.').map(Number);
+  if ((opts.cgroup || opts.perContainer) && (major < 5 || (major === 5 && minor < 15))) {
+    // bpf/filter.bpf.h sock_cgroup(): sk_cgrp_data.cgroup
+    throw Object.assign(new Error(`${opts.cgroup ? '--cgroup' : '--per-container'} needs the socket's cgroup, which kernels keep since 5.15 (this one is ${os.release()}); filter by -p PID instead`), { code: 'ENOTSUP' });
+  }
   const target = await traceTarget(opts, path.join(__dirname, 'workloads', 'tcpretrans.js'));
   const owned = target.pid === undefined ? () => true : ownedBy(target.pid);
   const counts = new Map();
