@@ -195,6 +195,29 @@ describe('the tools with --cgroup and --per-container', { skip, timeout: 4 * TIM
     assert.ok(await waitFor(() => fs.readFileSync(path.join(dirs.a, 'cgroup.procs'), 'utf8') === ''));
   });
 
+  test('tcpretrans: the socket\'s cgroup (retransmits run in softirq and timers), filtered and named', async () => {
+    // the tool, and so its demo's client and server, in cgroup b
+    const inB = (args) =>
+      new Promise((resolve) => {
+        const child = spawn('sh', ['-c', `echo $$ > ${dirs.b}/cgroup.procs && exec "$0" "$@"`, process.execPath, path.join(EXAMPLES, 'tcpretrans.js'), '--demo', '-d', '3', '-j', ...args]);
+        let stdout = '';
+        let stderr = '';
+        child.stdout.setEncoding('utf8').on('data', (d) => (stdout += d));
+        child.stderr.setEncoding('utf8').on('data', (d) => (stderr += d));
+        const timer = setTimeout(() => child.kill('SIGKILL'), TIMEOUT_MS);
+        child.on('close', (code) => (clearTimeout(timer), resolve({ code, stdout, stderr })));
+      });
+    const [named, elsewhere] = await Promise.all([inB(['--cgroup', dirs.b, '--per-container']), inB(['--cgroup', dirs.a])]);
+    const rel = `/${path.basename(dirs.b)}`;
+    assert.equal(named.code, 0, named.stderr);
+    const lines = named.stdout.trim().split('\n').map((l) => JSON.parse(l));
+    const { summary } = lines.pop();
+    assert.ok(lines.length > 0 && summary.length > 0, `retransmits of the demo:\n${named.stdout}`);
+    for (const e of [...lines, ...summary]) assert.deepEqual([e.cgroupId, e.cgroup], [fs.statSync(dirs.b).ino, rel]);
+    assert.equal(elsewhere.code, 0, elsewhere.stderr);
+    assert.equal(elsewhere.stdout, '{"summary":[]}\n', 'none of its sockets is in cgroup a');
+  });
+
   test('--cgroup of no cgroup: exit 2, the path named, the usage', async () => {
     const out = await tool('funccount', ['--cgroup', '/nlbpf-no-such-cgroup', probe]).exited;
     assert.equal(out.code, 2, out.stderr);
