@@ -19,6 +19,7 @@ const { Tally, formatTable, ReportClock, printReport } = require('../lib/report'
 const { escapeText } = require('../lib/format');
 const { run } = require('../lib/run');
 const { objectPath } = require('../lib/objects');
+const { configureCgroup } = require('../lib/cgroup');
 
 const FAMILIES = { 0: 'AF_UNSPEC', 1: 'AF_UNIX', 2: 'AF_INET', 10: 'AF_INET6' };
 
@@ -103,6 +104,7 @@ async function main() {
   try {
     obj = bpf.loadBpfProgram(objectPath('node_syscalls'));
     latency.configure(obj, target.pid);
+    configureCgroup(obj, opts);
     for (const name of ['open', 'openat', 'openat2', 'connect']) obj.setGlobalVariable(`nr_${name}`, syscallNumber(name) ?? -1);
     obj.attachRawTracepoint('sys_enter', 'handle_sys_enter');
     obj.attachRawTracepoint('sys_exit', 'handle_sys_exit');

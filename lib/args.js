@@ -8,6 +8,7 @@
  */
 const path = require('path');
 const util = require('util');
+const { resolveCgroup } = require('./cgroup');
 
 /** The most seconds `-d` and `-i` take: setTimeout's longest delay (2^31 - 1 ms), in whole seconds. */
 const MAX_SECONDS = 2_147_483;
@@ -35,12 +36,14 @@ function programName() {
  * `'every bash'`), returned as `opts.systemWide`; a tool without it needs
  * `-p PID` or `--demo`. `extra.positionals`: `{ name: 'PROBE...', help, min? }`
  * allows arguments after the options, returned as `opts.positionals` (at
- * least `min`). `extra` may also be the argv array (the first form of this
- * function).
+ * least `min`). `extra.perContainer`: the tool takes `--per-container`.
+ * A tool with `systemWide` takes `--cgroup PATH` (`opts.cgroup`: `{ id,
+ * path, level }` of lib/cgroup.js `resolveCgroup`). `extra` may also be the
+ * argv array (the first form of this function).
  */
 function parseArgs(description, extra = {}, argv = process.argv.slice(2)) {
   if (Array.isArray(extra)) [extra, argv] = [{}, extra];
-  const own = extra.options ?? {};
+  const own = { ...(extra.systemWide && cgroupOptions(extra.perContainer)), ...extra.options };
   const flag = (name, o) => `${o.short ? `-${o.short}, ` : ''}--${name}${o.type === 'string' ? ` ${o.arg ?? 'VALUE'}` : ''}`;
   const line = (left, help) => `  ${left.padEnd(20)} ${help}`;
   const usage = [
@@ -111,11 +114,20 @@ function parseArgs(description, extra = {}, argv = process.argv.slice(2)) {
     }
     opts[camelCase(name)] = value;
   }
+  if (opts.cgroup && opts.systemWide) opts.systemWide += ` in cgroup ${opts.cgroup.path}`;
   if (extra.positionals) {
     if (positionals.length < (extra.positionals.min ?? 0)) usageError(`missing ${extra.positionals.name}`, usage);
     opts.positionals = positionals;
   }
   return opts;
+}
+
+/** `--cgroup PATH` of the system-wide tools, and `--per-container` of those that count per key. */
+function cgroupOptions(perContainer) {
+  return {
+    cgroup: { type: 'string', arg: 'PATH', help: 'only the processes of this cgroup v2 directory and below (absolute, or relative to the v2 mount)', parse: (p) => resolveCgroup(p) },
+    ...(perContainer && { 'per-container': { type: 'boolean', help: 'count per cgroup: a CONTAINER column (-j: cgroupId, cgroup, containerId, podUid)' } }),
+  };
 }
 
 /** A number of seconds above 0 and at most MAX_SECONDS (fractions allowed), for an option's `parse`. */
