@@ -106,7 +106,7 @@ async function main() {
   let obj;
   try {
     obj = bpf.loadBpfProgram(objectPath('cachestat'));
-    obj.setGlobalVariable('target_pid', target.pid ?? 0);
+    obj.setGlobalVariable('target_pid', target.kernelPid ?? 0);
     const { kind, chosen } = choosePrograms(obj, { kprobes: opts.kprobes });
     obj.load();
     for (const prog of Object.values(obj.programs).filter((p) => p.autoload)) obj.attach(prog);

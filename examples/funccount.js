@@ -82,7 +82,7 @@ async function main() {
   try {
     list = probes.expand(opts.positionals, { pid: target.pid });
     obj = bpf.loadBpfProgram(objectPath('funccount'));
-    obj.setGlobalVariable('target_pid', target.pid ?? 0);
+    obj.setGlobalVariable('target_pid', target.kernelPid ?? 0);
     obj.setGlobalVariable('per_process', Boolean(opts.perProcess));
     attached = probes.attach(obj, list, {
       tracepoint: 'handle_tracepoint',

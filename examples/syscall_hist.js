@@ -65,7 +65,7 @@ async function main() {
   let obj;
   try {
     obj = bpf.loadBpfProgram(objectPath('syscall_hist'));
-    latency.configure(obj, target.pid);
+    latency.configure(obj, target.kernelPid);
     obj.load();
     latency.start();
     obj.attachRawTracepoint('sys_enter', 'handle_sys_enter');

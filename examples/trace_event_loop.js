@@ -110,7 +110,7 @@ async function main() {
     }
 
     obj = bpf.loadBpfProgram(objectPath('event_loop'));
-    obj.setGlobalVariable('target_pid', target.pid);
+    obj.setGlobalVariable('target_pid', target.kernelPid);
     attachPhases(obj, target.pid, functions, choosePhasePrograms(obj));
     const iterations = new Iterations(traced, (it) => printIteration(opts, traced, it));
     events = obj.getMap('events').openRingBuffer((record) => iterations.add(record), {

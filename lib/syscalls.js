@@ -65,7 +65,7 @@ class SyscallLatency {
     this.seen = new Map(); // syscall number -> its counts at the last collect()
   }
 
-  /** Sets the object's globals (before it is loaded). */
+  /** Sets the object's globals (before it is loaded); `pid`: the kernel's (a target's `kernelPid`), or undefined for all. */
   configure(obj, pid) {
     chooseThreadStorage(obj);
     obj.setGlobalVariable('target_pid', pid ?? 0);
