@@ -16,6 +16,8 @@ const { startExample, sleep } = require('./helpers');
 
 const ROOT = path.join(__dirname, '..');
 const SYSCALLS = path.join(ROOT, 'examples', 'node_syscalls.js');
+const EVENT_LOOP = path.join(ROOT, 'examples', 'trace_event_loop.js');
+const TICKS_FIXTURE = path.join(__dirname, 'fixtures', 'trace_event_loop_ticks.js');
 const HTTP = path.join(ROOT, 'examples', 'workloads', 'http.js');
 // --kill-child: the namespace's processes end with unshare
 const UNSHARE = ['unshare', '--pid', '--fork', '--mount-proc', '--kill-child'];
@@ -294,5 +296,35 @@ describe('tools and pid namespaces', { skip, timeout: 120_000 }, () => {
     assert.ok(r.pid < 100, `a pid of the namespace: ${r.pid}`);
     assert.deepEqual(r.done, { done: N });
     assertRequests(r.total, r.info, N, r.pid);
+  });
+
+  test('event-loop -p HOSTPID of a Node.js in its own mount namespace, whose node is at a path the host does not have: its uprobes find it, K ticks exactly', async () => {
+    const TICKS = 3;
+    // /mnt/node-in-container exists only in the namespace (a tmpfs there, the host's node bound on it)
+    const inside = '/mnt/node-in-container';
+    assert.equal(fs.existsSync(inside), false, `${inside} must not exist on the host`);
+    const setup = `mount -t tmpfs nlbpf /mnt && touch ${inside} && mount --bind ${process.execPath} ${inside} && exec ${inside} ${TICKS_FIXTURE} ticks ${TICKS}`;
+    const unshare = spawn(UNSHARE[0], [...UNSHARE.slice(1), 'sh', '-c', setup], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    try {
+      const [info] = await once(unshare, 'message');
+      const hostPid = Number(fs.readFileSync(`/proc/${unshare.pid}/task/${unshare.pid}/children`, 'utf8').trim().split(' ')[0]);
+      assert.equal(fs.readlinkSync(`/proc/${hostPid}/exe`), inside, 'the process runs the node at its path');
+      const tool = startExample(EVENT_LOOP, ['--pid', String(hostPid), '--json'], 60_000);
+      await tool.ready;
+      unshare.send('go');
+      await once(unshare, 'message'); // 'done'
+      await sleep(100);
+      tool.child.kill('SIGINT');
+      const { code, stdout, stderr } = await tool.exited;
+      assert.equal(code, 0, stderr);
+      const lines = stdout.trim().split('\n').map((l) => JSON.parse(l));
+      const iterations = lines.slice(0, -1);
+      assert.ok(iterations.length > 0 && iterations.every((it) => it.pid === hostPid && it.tid === hostPid), 'the main thread of the process, by its kernel pid');
+      assert.equal(iterations.filter((it) => it.phases_ms.timers >= info.timerBurnMs).length, TICKS, `${TICKS} timers phases of ${info.timerBurnMs} ms or more`);
+      assert.equal(iterations.filter((it) => it.phases_ms.check >= info.immediateBurnMs).length, TICKS, `${TICKS} check phases of ${info.immediateBurnMs} ms or more`);
+    } finally {
+      unshare.kill();
+      if (unshare.connected) unshare.disconnect();
+    }
   });
 });
