@@ -44,7 +44,9 @@ function child(body, prefix = UNSHARE) {
 
 // K opens of a file, K getppid (process.ppid), M connects to a loopback
 // server of its own, B waits of 50 ms on a futex (off the CPU, blocked),
-// counted by the monitor; where it ran (its pid, its pid namespace's inode)
+// B timers of 20 ms (each a loop iteration: a timers phase, seen by the
+// uprobes the monitor attached with the namespace's pid), counted by the
+// monitor; where it ran (its pid, its pid namespace's inode)
 const K = 100;
 const M = 7;
 const B = 5;
@@ -54,11 +56,13 @@ const COUNTS = `async (bpf) => {
   const server = net.createServer((s) => s.destroy()).listen(0, '127.0.0.1');
   await require('node:events').once(server, 'listening');
   const port = server.address().port;
-  const m = bpf.monitor({ syscalls: true, files: true, connects: true, offCpu: true });
+  const m = bpf.monitor({ syscalls: true, files: true, connects: true, offCpu: true, eventLoop: true });
+  const timers = () => m.read().eventLoop.find((p) => p.phase === 'timers').duration.count;
   const file = '/proc/self/ns/pid'; // the same name in every namespace
   const getppid = () => m.read().syscalls.find((s) => s.syscall === 'getppid')?.count ?? 0;
   const g0 = getppid();
   const b0 = m.read().offCpu.blocked.count;
+  const t0 = timers();
   for (let i = 0; i < ${K}; i++) fs.closeSync(fs.openSync(file, 'r'));
   for (let i = 0; i < ${K}; i++) process.ppid;
   for (let i = 0; i < ${M}; i++) {
@@ -68,6 +72,7 @@ const COUNTS = `async (bpf) => {
   }
   const cell = new Int32Array(new SharedArrayBuffer(4));
   for (let i = 0; i < ${B}; i++) Atomics.wait(cell, 0, 0, 50);
+  for (let i = 0; i < ${B}; i++) await new Promise((r) => setTimeout(r, 20));
   const snap = m.read();
   m.close();
   server.close();
@@ -76,6 +81,7 @@ const COUNTS = `async (bpf) => {
     opens: snap.files.find((f) => f.path === file)?.count ?? 0,
     connects: snap.connects.find((c) => c.endpoint === '127.0.0.1:' + port)?.count ?? 0,
     blocked: snap.offCpu.blocked.count - b0,
+    timers: snap.eventLoop.find((p) => p.phase === 'timers').duration.count - t0,
     futex: snap.offCpu.reasons.find((x) => x.reason === 'futex')?.count ?? 0 };
 }`;
 
@@ -90,6 +96,8 @@ function assertCounts(r, { pid = 1, uid = 0 } = {}) {
   assert.equal(r.connects, M, `${M} connects: ${JSON.stringify(r)}`);
   // as the host's monitor test: each wait is one interval off the CPU, blocked in futex
   assert.ok(r.blocked >= B && r.futex >= B, `${B} blocked intervals in futex: ${JSON.stringify(r)}`);
+  // at least one loop iteration per timer (others run too: the connects, V8's tasks)
+  assert.ok(r.timers >= B, `${B} timers phases or more: ${JSON.stringify(r)}`);
 }
 
 describe('kernelIds() and readIterator()', { skip }, () => {
@@ -169,7 +177,7 @@ describe('kernelIds() and readIterator()', { skip }, () => {
 });
 
 describe('the monitor in a pid namespace', { skip }, () => {
-  test(`as pid 1 of its namespace (root): ${K} opens, ${K} getppid, ${M} connects, ${B} blocked intervals`, () => {
+  test(`as pid 1 of its namespace (root): ${K} opens, ${K} getppid, ${M} connects, ${B} blocked intervals, its event loop`, () => {
     assertCounts(child(COUNTS));
   });
 
