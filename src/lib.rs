@@ -9,6 +9,7 @@ mod btf;
 mod buffer;
 mod error;
 mod globals;
+mod iter;
 mod kernel;
 mod libbpf_log;
 mod map;
