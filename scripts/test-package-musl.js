@@ -122,6 +122,13 @@ function nodeInChroot(args, opts = {}) {
 }
 
 const tail = (text, n = 12) => text.trim().split('\n').slice(-n).join('\n    ');
+/** What an error printed says (its message lines, not its stack). */
+const gist = (text, n = 12) =>
+  text
+    .split('\n')
+    .filter((l) => l.trim() && !/^\s+at /.test(l) && !/^\s*[{}\]]+,?\s*$/.test(l))
+    .slice(0, n)
+    .join('\n    ');
 
 // ---------------------------------------------------------------- the tarballs
 
@@ -374,7 +381,7 @@ async function syscallsStep() {
         },
       }),
     );
-    if (!check('node-libbpf syscalls -p PID -d 2 -j exits 0', r.code === 0, r.code === 0 ? '' : `exit ${r.code}:\n    ${tail(r.stderr)}`)) return;
+    if (!check('node-libbpf syscalls -p PID -d 2 -j exits 0', r.code === 0, r.code === 0 ? '' : `exit ${r.code}:\n    ${gist(r.stderr, 4)}`)) return;
     check('it printed a "Tracing ..." line before counting', sent, sent ? '' : tail(r.stderr));
     const count = getppidCount(r.stdout);
     check(`its JSON counts the K=${K} getppid calls of the target process`, count === K, `counted ${count}`);
@@ -389,7 +396,7 @@ async function monitorStep() {
   fs.writeFileSync(path.join(CHROOT, 'app', 'monitor.js'), MONITOR_JS);
   const r = await timed('bpf.monitor({ syscalls, files }) script', () => nodeInChroot(['/app/monitor.js', String(K)], { timeoutMs: 60000 }));
   const out = lastJson(r.stdout);
-  const detail = out ? `counted ${out.opens} opens, ${out.getppid} getppid` : `exit ${r.code}:\n    ${tail(r.stderr + r.stdout)}`;
+  const detail = out ? `counted ${out.opens} opens, ${out.getppid} getppid` : `exit ${r.code}:\n    ${gist(r.stderr + r.stdout, 4)}`;
   check(`bpf.monitor({ syscalls: true, files: true }) counts the K=${K} opens of a file and K getppid calls exactly`, r.code === 0 && out?.opens === K && out?.getppid === K, detail);
 }
 
@@ -438,7 +445,7 @@ const so = process.report.getReport().sharedObjects.filter((f) => f.endsWith('.n
 console.log(JSON.stringify({ arch: process.arch, glibc: process.report.getReport().header.glibcVersionRuntime ?? null, api: typeof b.loadBpfProgram, addons: so, eperm: b.errnoName(1) }));`;
   const r = await timed('arm64: load the addon under qemu-aarch64', () => node(['-e', probe], { timeoutMs: 120000 }));
   const out = lastJson(r.stdout);
-  check(`arm64: require('node-libbpf') in the aarch64 musl Node loads node-libbpf.linux-arm64-musl.node, and it runs`, out?.arch === 'arm64' && out.glibc === null && out.api === 'function' && out.addons.join() === 'node-libbpf.linux-arm64-musl.node' && out.eperm === 'EPERM', out ? JSON.stringify(out) : `exit ${r.code}:\n    ${tail(r.stderr + r.stdout)}`);
+  check(`arm64: require('node-libbpf') in the aarch64 musl Node loads node-libbpf.linux-arm64-musl.node, and it runs`, out?.arch === 'arm64' && out.glibc === null && out.api === 'function' && out.addons.join() === 'node-libbpf.linux-arm64-musl.node' && out.eperm === 'EPERM', out ? JSON.stringify(out) : `exit ${r.code}:\n    ${gist(r.stderr + r.stdout)}`);
 }
 
 async function inNamespace() {
@@ -497,7 +504,7 @@ async function inNamespace() {
   fs.writeFileSync(path.join(CHROOT, 'app', 'load.js'), LOAD_JS);
   const load = await nodeInChroot(['/app/load.js']);
   const lj = lastJson(load.stdout);
-  check(`require('node-libbpf') loads the musl addon (node-libbpf.linux-${process.arch}-musl.node)`, lj?.api === 'function' && lj.addons.join() === `node-libbpf.linux-${process.arch}-musl.node`, lj ? JSON.stringify(lj) : tail(load.stderr + load.stdout));
+  check(`require('node-libbpf') loads the musl addon (node-libbpf.linux-${process.arch}-musl.node)`, lj?.api === 'function' && lj.addons.join() === `node-libbpf.linux-${process.arch}-musl.node`, lj ? JSON.stringify(lj) : gist(load.stderr + load.stdout));
 
   // 2. the syscalls tool; 3. the monitor
   await syscallsStep();
