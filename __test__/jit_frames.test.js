@@ -24,10 +24,12 @@ const MAGLEV_MARK = '[may hold inlined code: run node with --no-maglev-inlining 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'jit-frames-test-'));
 after(() => fs.rmSync(tmp, { recursive: true, force: true }));
 
-/** A jitdump of the workload, written by `node` (--perf-prof) in `ms` milliseconds. */
-function realDump(node, ms) {
+const TURBOFAN = path.join(__dirname, 'fixtures', 'turbofan_inline.js');
+
+/** A jitdump of `script` (default: the workload), written by `node` (--perf-prof, and `flags`) in `ms` milliseconds. */
+function realDump(node, ms, script = WORKLOAD, flags = []) {
   const dir = fs.mkdtempSync(path.join(tmp, 'dump-'));
-  const r = spawnSync(node, ['--perf-prof', `--perf-prof-path=${dir}`, WORKLOAD, String(ms)], { timeout: 30_000 });
+  const r = spawnSync(node, ['--perf-prof', `--perf-prof-path=${dir}`, ...flags, script, String(ms)], { timeout: 30_000 });
   assert.equal(r.status, 0, String(r.stderr));
   const [file] = fs.readdirSync(dir).filter((f) => /^jit-\d+\.dump$/.test(f));
   assert.ok(file, `a jitdump in ${dir}`);
@@ -68,6 +70,23 @@ describe('lib/jitdump', () => {
       for (const d of c.debug) for (const f of dump.code(d.addr) === c ? dump.frames(d.addr) : []) assert.match(f, /^(\S+ \S+:\d+:\d+|\[inlined code at .*\])( \[holds inlined code: .*\])?$/);
     }
   });
+
+  for (const major of [22, 24, 26]) {
+    const skip = !fs.existsSync(nodeBinary(major)) && `no Node ${major} at ${nodeBinary(major)}`;
+    if (skip) console.log(`skipping the TurboFan jitdump of Node ${major}: ${skip}`);
+    test(`Node ${major}: TurboFan code names the function it inlined (helper into outer)`, { skip }, () => {
+      const dump = new JitDump(realDump(nodeBinary(major), 2500, TURBOFAN, ['--no-maglev-inlining'])).refresh();
+      const outer = `outer ${TURBOFAN}:5:15`;
+      const helper = `helper ${TURBOFAN}:4:16`;
+      const seen = new Map();
+      for (const c of dump.codes.filter((x) => x.info?.fn === 'outer' && x.info.tier === '*' && x.debug)) {
+        for (const d of c.debug) if (dump.code(d.addr) === c) seen.set(dump.frames(d.addr).join(' <- '), true);
+      }
+      assert.ok(seen.has(`${helper} <- ${outer}`), `helper inlined in outer's TurboFan code, named: ${[...seen.keys()].join(' | ')}`);
+      assert.ok(seen.has(outer), `outer's own code: ${[...seen.keys()].join(' | ')}`);
+      for (const frames of seen.keys()) assert.ok([outer, `${helper} <- ${outer}`].includes(frames), frames);
+    });
+  }
 
   test('truncated anywhere: the records before the cut, or a coded error for a cut header', () => {
     const full = new JitDump(file).refresh().codes.length;
@@ -193,13 +212,13 @@ describe('stackcount --profile: the hot function V8 inlined', { skip: skipRoot, 
     if (skip) console.log(`# skipping Node ${major}: ${skip}`);
     test(`Node ${major}, --perf-basic-prof --no-maglev-inlining: hotLoopX in most samples`, { skip, timeout: 60_000 }, async () => {
       const r = await profile(node, ['--perf-basic-prof', '--no-maglev-inlining']);
-      console.log(`# Node ${major} --perf-basic-prof --no-maglev-inlining: hotLoopX in ${r.hot} of ${r.total} main-thread samples`);
+      console.log(`Node ${major} --perf-basic-prof --no-maglev-inlining: hotLoopX in ${r.hot} of ${r.total} main-thread samples`);
       assert.ok(r.total >= 20 && r.hot > r.total / 2, `hotLoopX in ${r.hot} of ${r.total} samples\n${r.stderr}`);
     });
     if (major === 22) continue;
     test(`Node ${major}, --perf-basic-prof: hotLoopX, or a frame that says which flag names it, in most samples`, { skip, timeout: 60_000 }, async () => {
       const r = await profile(node, ['--perf-basic-prof']);
-      console.log(`# Node ${major} --perf-basic-prof: hotLoopX in ${r.hot}, marked ${r.marked}, of ${r.total} main-thread samples`);
+      console.log(`Node ${major} --perf-basic-prof: hotLoopX in ${r.hot}, marked ${r.marked}, of ${r.total} main-thread samples`);
       assert.ok(r.total >= 20 && r.hot + r.marked > r.total / 2, `hotLoopX in ${r.hot}, marked in ${r.marked}, of ${r.total} samples\n${r.stderr}`);
       assert.match(r.stderr, /runs without --no-maglev-inlining/);
     });

@@ -42,6 +42,7 @@ const MAX_NAME = 4096; // a code object's or a file's name
 const MAX_DEBUG_RECORD = 16 * 1024 * 1024;
 const ELF_HEADER_SIZE = 0x40; // V8 adds it to each debug entry's address (for perf inject)
 const CHUNK = 1024 * 1024;
+const GARBAGE = /[\x00-\x1f\x7f\ufffd]/; // in a file name: bytes V8 wrote from freed memory
 /** The flag that makes Maglev code name its inlined functions: Maglev does not inline. */
 const MAGLEV_FLAG = '--no-maglev-inlining';
 const INLINED_MARK = `[holds inlined code: run node with ${MAGLEV_FLAG} to name it]`;
@@ -237,13 +238,13 @@ class JitDump {
       const name = cString(b, off + 16);
       if (stride > 17 && stride - 16 <= MAX_NAME + 1) {
         const nameSize = stride - 16;
-        const ok = name && name[1] === off + stride && !/[\x00-\x1f\x7f\ufffd]/.test(name[0]);
+        const ok = name && name[1] === off + stride && !GARBAGE.test(name[0]);
         entries.push({ addr, line, column, file: ok ? name[0] : null, nameSize });
         off += stride;
         continue;
       }
       if (!name || name[1] > size) return void (this.malformed = `bad JIT_CODE_DEBUG_INFO entry at offset ${pos + off}`);
-      entries.push({ addr, line, column, file: name[0], nameSize: name[1] - off - 16 });
+      entries.push({ addr, line, column, file: GARBAGE.test(name[0]) ? null : name[0], nameSize: name[1] - off - 16 });
       off = name[1];
     }
     if (code > 0) this.pendingDebug.set(code, entries.filter((e) => e.addr >= code).sort((a, b) => a.addr - b.addr));
@@ -287,8 +288,14 @@ class JitDump {
     const own = `${c.info.fn} ${c.info.file}:${c.info.line}:${c.info.column}`;
     const pos = c.debug && position(c.debug, address);
     if (!pos) return [own];
-    if (pos.file === null) pos.file = this.#fileOfSize(pos.nameSize, c.info.file);
-    if (pos.file === null) return c.info.tier === '+' || c.info.tier === '*' ? [`${own} [holds inlined code: no file name in the jitdump]`] : [own];
+    if (pos.file === null) {
+      // most inlined code comes from the same file; a function of that file must enclose
+      // the position, up to the last line of its own (unoptimized) code
+      const file = this.#fileOfSize(pos.nameSize, c.info.file) ?? c.info.file;
+      const f = this.#functionsOf(file).find((g) => !before(pos, g) && g.last && pos.line <= g.last);
+      if (!f) return c.info.tier === '+' || c.info.tier === '*' ? [`${own} [holds inlined code: no file name in the jitdump]`] : [own];
+      pos.file = file;
+    }
     const fn = this.#enclosing(pos);
     if (fn && sameFunction(fn, c.info)) return [own];
     if (c.info.tier === '+') {
@@ -317,7 +324,7 @@ class JitDump {
           this.functions.get(f.file).push(f);
         }
         // Sparkplug and interpreter code inline nothing: its positions are the function's own
-        if ((c.info.tier === '^' || c.info.tier === '~') && c.debug) for (const d of c.debug) if (d.file === f.file) f.last = Math.max(f.last, d.line);
+        if ((c.info.tier === '^' || c.info.tier === '~') && c.debug) for (const d of c.debug) if (d.file === f.file || d.file === null) f.last = Math.max(f.last, d.line);
       }
       for (const list of this.functions.values()) list.sort((a, b) => b.line - a.line || b.column - a.column);
     }
