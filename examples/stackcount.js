@@ -132,9 +132,11 @@ function isNode(pid) {
 function warnJit(pid, symbolizer) {
   const jit = symbolizer.jitOf(pid);
   const map = stacks.hasPerfMap(pid);
-  const flags = 'node --perf-basic-prof --no-maglev-inlining (or --perf-prof, whose jitdump names inlined functions)';
-  if (!map && !jit.dump) console.error(`stackcount: no /tmp/perf-${pid}.map and no jitdump: JavaScript frames will be [unknown] (run ${flags})`);
-  else if (!jit.dump && jit.maglevInlining) console.error(`stackcount: pid ${pid} runs without --no-maglev-inlining: a Maglev frame may hold inlined functions, unnamed (run ${flags})`);
+  const flags = 'node --perf-basic-prof --no-maglev-inlining (and --perf-prof, whose jitdump names the functions TurboFan inlines)';
+  const say = (what) => console.error(`stackcount: ${what} (run ${flags})`);
+  if (!map && !jit.dump) say(`no /tmp/perf-${pid}.map and no jitdump: JavaScript frames will be [unknown]`);
+  else if (!map) say(`no /tmp/perf-${pid}.map: JavaScript frames are named from the jitdump alone, which V8 writes through a buffer: the last functions compiled may be [unknown]`);
+  if ((map || jit.dump) && jit.maglevInlining) say(`pid ${pid} runs without --no-maglev-inlining: code that Maglev inlined is marked in its caller's frame, not named`);
 }
 
 run(main);

@@ -92,7 +92,7 @@ class StackSymbolizer {
         const inDump = jit.dump?.frames(todo[i]);
         if (inDump) return inDump;
         const name = frameName(frame);
-        // V8 buffers its jitdump (2 MiB): code not in it yet may be, next time
+        // V8 writes its jitdump through a stdio buffer: code not in it yet may be, next time
         if (jit.dump && name === '[unknown]') return Object.assign([name], { retry: true });
         // a perf map's Maglev frame: whether it holds inlined code is not known
         if (jit.maglevInlining && /^JS:o?\+/.test(frame?.name ?? '')) return [`${name} ${MAY_HOLD_INLINED}`];
