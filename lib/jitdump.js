@@ -250,7 +250,10 @@ class JitDump {
     if (code > 0) this.pendingDebug.set(code, entries.filter((e) => e.addr >= code).sort((a, b) => a.addr - b.addr));
   }
 
-  /** The code object that holds `address` (the last compiled there), or undefined. */
+  /**
+   * The code object that holds `address` (the last compiled there), or undefined.
+   * @param {number} address
+   */
   code(address) {
     if (!this.index) {
       this.index = [...this.codes].sort((a, b) => a.start - b.start || a.seq - b.seq);
@@ -280,6 +283,8 @@ class JitDump {
    * name it; `[inlined code at FILE:LINE:COL]` where no compiled function
    * encloses the position, or a Maglev frame marked INLINED_MARK. null: no
    * JavaScript code object of the dump holds `address`.
+   * @param {number | bigint} address
+   * @returns {string[] | null}
    */
   frames(address) {
     if (typeof address === 'bigint') address = address <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(address) : NaN;
@@ -394,6 +399,8 @@ function readProc(pid, name, max = 128 * 1024) {
 /**
  * The V8 flags of node process `pid`: its command line's options before the
  * script, then NODE_OPTIONS from its environment (split on spaces).
+ * @param {number} pid
+ * @returns {string[]}
  */
 function nodeFlags(pid) {
   const argv = readProc(pid, 'cmdline').split('\0').slice(1);
@@ -420,7 +427,11 @@ function flagValue(flags, name) {
   return value;
 }
 
-/** Whether boolean V8 flag `name` (`--perf-prof`) is on in `flags` (the last mention wins). */
+/**
+ * Whether boolean V8 flag `name` (`--perf-prof`) is on in `flags` (the last mention wins).
+ * @param {string[]} flags
+ * @param {string} name
+ */
 function flagOn(flags, name) {
   const neg = name.replace(/^--/, '--no-');
   let on = false;
@@ -444,6 +455,9 @@ function nsPid(pid) {
  * /proc/PID/root and /proc/PID/cwd, so that a containerized process's is
  * found): `jit-NSPID.dump` in its `--perf-prof-path` (default: its working
  * directory), or null when it does not run with --perf-prof.
+ * @param {number} pid
+ * @param {string[]} [flags] its V8 flags (default: `nodeFlags(pid)`)
+ * @returns {string | null}
  */
 function findJitDump(pid, flags = nodeFlags(pid)) {
   if (!flagOn(flags, '--perf-prof')) return null;
