@@ -135,6 +135,21 @@ describe('lib/jitdump', () => {
       assert.ok(dump.codes.length >= 0, what);
       assert.equal(dump.refresh().codes.length, dump.codes.length, `${what}: read again, the same`);
     }
+    // a code object moved 200000 times: read in linear time
+    const load = record(0, 16 + 40 + 2 + 1, Buffer.concat([Buffer.alloc(16), Buffer.from([0, 0x10, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0]), Buffer.alloc(8), Buffer.from('f\0'), Buffer.alloc(1)]));
+    const move = (i) => {
+      const b = Buffer.alloc(48);
+      b.writeUInt32LE(0x1000 + i * 0x10, 16);
+      b.writeUInt32LE(0x1000 + (i + 1) * 0x10, 24);
+      b.writeUInt32LE(1, 32);
+      return record(1, 16 + 48, b);
+    };
+    fs.writeFileSync(bad, Buffer.concat([header, load, ...Array.from({ length: 200_000 }, (_, i) => move(i))]));
+    const started = Date.now();
+    const moved = new JitDump(bad).refresh();
+    assert.equal(moved.codes.length, 200_001);
+    assert.equal(moved.code(0x1000 + 200_000 * 0x10).name, 'f');
+    assert.ok(Date.now() - started < 10_000, `${Date.now() - started} ms`);
     // random bytes flipped: only coded errors
     for (let i = 0; i < 200; i++) {
       const copy = Buffer.from(bytes.subarray(0, 64 * 1024));

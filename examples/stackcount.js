@@ -22,6 +22,7 @@ const { parseArgs } = require('../lib/args');
 const { traceTarget, untilStopped } = require('../lib/target');
 const probes = require('../lib/probes');
 const stacks = require('../lib/stacks');
+const jitdump = require('../lib/jitdump');
 const { ReportClock, printReport } = require('../lib/report');
 const { escapeText } = require('../lib/format');
 const { run } = require('../lib/run');
@@ -89,6 +90,9 @@ async function main() {
     const counted = stacks.symbolize(stacks.readStacks(obj), symbolizer);
     const jitError = target.pid !== undefined && symbolizer.jit.get(target.pid)?.error;
     if (jitError) console.error(`stackcount: ${escapeText(jitError.message)}: inlined JavaScript functions are not named`);
+    const jitDump = target.pid !== undefined && symbolizer.jit.get(target.pid)?.dump;
+    if (jitDump?.truncated) console.error(`stackcount: ${escapeText(jitDump.file)}: only its first ${jitdump.MAX_BYTES >> 20} MiB read: code compiled later is named from the perf map alone`);
+    if (jitDump?.malformed) console.error(`stackcount: ${escapeText(jitDump.file)}: read up to a malformed record (${jitDump.malformed})`);
     const folded = stacks.foldStacks(counted);
     if (opts.svg) {
       fs.writeFileSync(opts.svg, bpf.flameGraph(folded, { title: `stackcount: ${what}, ${target.pid === undefined ? target.what : `pid ${target.pid}`}`, countName: profile ? 'samples' : 'events' }));

@@ -116,6 +116,7 @@ class JitDump {
     this.identity = null; // dev:ino of the file read so far
     this.codes = []; // { start, end, seq, name, info, debug: [{ addr, line, column, file }] | null }
     this.pendingDebug = new Map(); // code address -> debug entries of the next load there
+    this.byStart = new Map(); // code address -> the last code object loaded there
     this.seq = 0;
     this.truncated = false; // MAX_BYTES reached
     this.malformed = null; // why parsing stopped early
@@ -160,6 +161,7 @@ class JitDump {
     this.offset = 0;
     this.codes = [];
     this.pendingDebug.clear();
+    this.byStart.clear();
     this.malformed = null;
     this.truncated = false;
     this.index = this.functions = null;
@@ -201,7 +203,12 @@ class JitDump {
     if (!name || !(codeSize > 0) || !(start > 0) || 40 + (name[1] - 40) + codeSize > size) return void (this.malformed = `bad JIT_CODE_LOAD at offset ${pos}`);
     const debug = this.pendingDebug.get(start) ?? null;
     this.pendingDebug.delete(start);
-    this.codes.push({ start, end: start + codeSize, seq: this.seq++, name: name[0], info: parseCodeName(name[0]), debug });
+    this.#add({ start, end: start + codeSize, seq: this.seq++, name: name[0], info: parseCodeName(name[0]), debug });
+  }
+
+  #add(code) {
+    this.codes.push(code);
+    this.byStart.set(code.start, code);
   }
 
   #move(r, pos, size) {
@@ -210,10 +217,10 @@ class JitDump {
     if (!b) return void (this.malformed = `short JIT_CODE_MOVE at offset ${pos}`);
     const from = u64(b, 16);
     const to = u64(b, 24);
-    const code = [...this.codes].reverse().find((c) => c.start === from);
+    const code = this.byStart.get(from);
     if (!code || !(to > 0)) return;
     const shift = to - from;
-    this.codes.push({ ...code, start: to, end: code.end + shift, seq: this.seq++, debug: code.debug?.map((d) => ({ ...d, addr: d.addr + shift })) ?? null });
+    this.#add({ ...code, start: to, end: code.end + shift, seq: this.seq++, debug: code.debug?.map((d) => ({ ...d, addr: d.addr + shift })) ?? null });
   }
 
   #debugInfo(r, pos, size) {
