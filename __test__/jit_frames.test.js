@@ -241,7 +241,8 @@ describe('stackcount --profile: the hot function V8 inlined', { skip: skipRoot, 
     test(`Node ${major}, --perf-basic-prof: hotLoopX, or a frame that says which flag names it, in most samples`, { skip, timeout: 60_000 }, async () => {
       const r = await profile(node, ['--perf-basic-prof']);
       console.log(`Node ${major} --perf-basic-prof: hotLoopX in ${r.hot}, marked ${r.marked}, of ${r.total} main-thread samples`);
-      assert.ok(r.total >= 20 && r.hot + r.marked > r.total / 2, `hotLoopX in ${r.hot}, marked in ${r.marked}, of ${r.total} samples\n${r.stderr}`);
+      // the rest: node's own C++ (libuv, GC)
+      assert.ok(r.total >= 20 && r.hot + r.marked >= r.total * 0.8, `hotLoopX in ${r.hot}, marked in ${r.marked}, of ${r.total} samples\n${r.stderr}`);
       assert.match(r.stderr, /runs without --no-maglev-inlining: .*run node --perf-basic-prof --no-maglev-inlining/);
     });
   }

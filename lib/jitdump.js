@@ -450,7 +450,11 @@ function flagOn(flags, name) {
   return on;
 }
 
-/** The pid of process `pid` in its own PID namespace (the last NSpid of /proc/PID/status). */
+/**
+ * The pid of process `pid` in its own PID namespace (the last NSpid of /proc/PID/status).
+ * @param {number} pid
+ * @returns {number}
+ */
 function nsPid(pid) {
   const m = /^NSpid:\s*(.*)$/m.exec(readProc(pid, 'status'));
   const ids = m ? m[1].trim().split(/\s+/) : [];
@@ -475,4 +479,4 @@ function findJitDump(pid, flags = nodeFlags(pid)) {
   return path.posix.normalize(`${base}/jit-${nsPid(pid)}.dump`);
 }
 
-module.exports = { JitDump, findJitDump, nodeFlags, flagOn, parseCodeName, MAX_BYTES, MAGLEV_FLAG, INLINED_MARK };
+module.exports = { JitDump, findJitDump, nodeFlags, flagOn, nsPid, parseCodeName, MAX_BYTES, MAGLEV_FLAG, INLINED_MARK };

@@ -229,9 +229,13 @@ function formatStack(s) {
   return lines.join('\n');
 }
 
-/** Whether process `pid` has a perf map (/tmp/perf-PID.map): `node --perf-basic-prof` writes one. */
+/**
+ * Whether process `pid` has a perf map (/tmp/perf-PID.map, in its own
+ * root and PID namespace if it runs in a container): `node
+ * --perf-basic-prof` writes one.
+ */
 function hasPerfMap(pid) {
-  return fs.existsSync(`/tmp/perf-${pid}.map`);
+  return fs.existsSync(`/tmp/perf-${pid}.map`) || fs.existsSync(`/proc/${pid}/root/tmp/perf-${jitdump.nsPid(pid)}.map`);
 }
 
 module.exports = { StackSymbolizer, frameName, readStacks, symbolize, foldStacks, formatStack, hasPerfMap };
