@@ -29,7 +29,8 @@ const TURBOFAN = path.join(__dirname, 'fixtures', 'turbofan_inline.js');
 /** A jitdump of `script` (default: the workload), written by `node` (--perf-prof, and `flags`) in `ms` milliseconds. */
 function realDump(node, ms, script = WORKLOAD, flags = []) {
   const dir = fs.mkdtempSync(path.join(tmp, 'dump-'));
-  const r = spawnSync(node, ['--perf-prof', `--perf-prof-path=${dir}`, ...flags, script, String(ms)], { timeout: 30_000 });
+  // (in its directory: --perf-prof starts V8's log, isolate-*.log, in the working directory)
+  const r = spawnSync(node, ['--perf-prof', `--perf-prof-path=${dir}`, ...flags, script, String(ms)], { timeout: 30_000, cwd: dir });
   assert.equal(r.status, 0, String(r.stderr));
   const [file] = fs.readdirSync(dir).filter((f) => /^jit-\d+\.dump$/.test(f));
   assert.ok(file, `a jitdump in ${dir}`);
@@ -87,6 +88,32 @@ describe('lib/jitdump', () => {
       for (const frames of seen.keys()) assert.ok([outer, `${helper} <- ${outer}`].includes(frames), frames);
     });
   }
+
+  test('StackSymbolizer.userFrames and frames: the inlined function above the code that holds it', async () => {
+    const { StackSymbolizer } = require('../lib/stacks');
+    const node = [26, 24, 22].map(nodeBinary).find((n) => fs.existsSync(n)) ?? process.execPath;
+    // a live process with a jitdump in its working directory, with TurboFan's inlining of helper in outer
+    const child = spawn(node, ['--perf-prof', '--no-maglev-inlining', TURBOFAN, '4000'], { cwd: tmp, stdio: 'ignore' });
+    try {
+      await sleep(2500);
+      const sym = new StackSymbolizer();
+      const dump = sym.jitOf(child.pid).dump;
+      assert.ok(dump, 'the jitdump found');
+      dump.refresh();
+      const inlinedAt = dump.codes
+        .filter((c) => c.info?.fn === 'outer' && c.info.tier === '*' && c.debug)
+        .flatMap((c) => c.debug.map((d) => d.addr))
+        .filter((a) => dump.frames(a)?.length === 2);
+      assert.ok(inlinedAt.length > 0, 'outer\'s TurboFan code holds helper (flushed to the dump)');
+      const [a] = inlinedAt;
+      assert.deepEqual(sym.userFrames(child.pid, [BigInt(a)]), [[`helper ${TURBOFAN}:4:16`, `outer ${TURBOFAN}:5:15`]]);
+      assert.deepEqual(sym.frames(child.pid, [BigInt(a), BigInt(a)]), [`helper ${TURBOFAN}:4:16`, `outer ${TURBOFAN}:5:15`, `helper ${TURBOFAN}:4:16`, `outer ${TURBOFAN}:5:15`]);
+      assert.deepEqual(sym.user(child.pid, [BigInt(a)]), [`outer ${TURBOFAN}:5:15`]);
+    } finally {
+      child.kill();
+      fs.rmSync(path.join(tmp, `jit-${child.pid}.dump`), { force: true });
+    }
+  });
 
   test('truncated anywhere: the records before the cut, or a coded error for a cut header', () => {
     const full = new JitDump(file).refresh().codes.length;

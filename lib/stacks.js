@@ -53,6 +53,16 @@ class StackSymbolizer {
     return this.#user(pid, addresses).flat();
   }
 
+  /**
+   * The frames of each user-space address of process `pid`: one list per
+   * address, innermost first, the physical function last (as pprof's
+   * Location lines: the functions inlined into the last one before it).
+   * @returns {string[][]}
+   */
+  userFrames(pid, addresses) {
+    return this.#user(pid, addresses).map((f) => [...f]);
+  }
+
   /** Symbolizes, in one call, every address not seen yet. */
   prefetch(pid, addresses) {
     this.#user(pid, addresses);
