@@ -11,7 +11,10 @@
 //
 // Names of JavaScript functions come from the perf map of a Node.js run
 // with --perf-basic-prof (the built-in workload is, and with
-// --interpreted-frames-native-stack).
+// --interpreted-frames-native-stack) or, with --perf-prof, from its jitdump
+// (jit-PID.dump, with the functions V8 inlined: lib/jitdump.js). Node 24
+// and 26 inline hot functions into their callers in Maglev code, which
+// neither names: run node with --no-maglev-inlining too.
 const fs = require('fs');
 const path = require('path');
 const bpf = require('..');
@@ -20,6 +23,7 @@ const { maxSampleRate } = require('../lib/validate');
 const { traceTarget, untilStopped } = require('../lib/target');
 const probes = require('../lib/probes');
 const stacks = require('../lib/stacks');
+const jitdump = require('../lib/jitdump');
 const { ReportClock, printReport } = require('../lib/report');
 const { escapeText } = require('../lib/format');
 const { run } = require('../lib/run');
@@ -75,14 +79,12 @@ async function main() {
     }
     // every CPU, filtered in the kernel: a perf event for a pid samples only its main thread
     if (profile) obj.attachPerfEvent('handle_sample', { event: 'cpu-clock', frequency: opts.frequency ?? 99 });
-    if (target.pid !== undefined && !stacks.hasPerfMap(target.pid) && /node/.test(fs.readFileSync(`/proc/${target.pid}/comm`, 'utf8'))) {
-      console.error(`stackcount: no perf map ${perfMapPath(target.pid)}: JavaScript frames will be [unknown] (run node with --perf-basic-prof)`);
-    }
+    const symbolizer = new stacks.StackSymbolizer(bpf);
+    if (target.pid !== undefined && isNode(target.pid)) warnJit(target.pid, symbolizer);
     console.error(`Counting stacks of ${what}`);
     const clock = new ReportClock();
     // user frames are named from the process's mappings: name them every second while it
     // runs (the names are kept), in case it is gone at the end
-    const symbolizer = new stacks.StackSymbolizer(bpf);
     const warm = setInterval(() => stacks.symbolize(stacks.readStacks(obj), symbolizer), 1000);
     await untilStopped(opts, target);
     clearInterval(warm);
@@ -95,6 +97,11 @@ async function main() {
         Object.assign(s, names, { container: containerLabel(names) });
       }
     }
+    const jitError = target.pid !== undefined && symbolizer.jit.get(target.pid)?.error;
+    if (jitError) console.error(`stackcount: ${escapeText(jitError.message)}: inlined JavaScript functions are not named`);
+    const jitDump = target.pid !== undefined && symbolizer.jit.get(target.pid)?.dump;
+    if (jitDump?.truncated) console.error(`stackcount: ${escapeText(jitDump.file)}: only its first ${jitdump.MAX_BYTES >> 20} MiB read: code compiled later is named from the perf map alone`);
+    if (jitDump?.malformed) console.error(`stackcount: ${escapeText(jitDump.file)}: read up to a malformed record (${jitDump.malformed})`);
     const folded = stacks.foldStacks(counted);
     if (opts.svg) {
       fs.writeFileSync(opts.svg, bpf.flameGraph(folded, { title: `stackcount: ${what}, ${target.pid === undefined ? target.what : `pid ${target.pid}`}`, countName: profile ? 'samples' : 'events' }));
@@ -118,6 +125,31 @@ async function main() {
     if (attached?.perfEvents > 10) console.error(`Detaching ${attached.perfEvents} probes (the kernel takes ~0.1 s for each)...`);
     obj?.close();
   }
+}
+
+/** Whether process `pid` runs node (its executable's name; Node 24 and 26 name the main thread MainThread). */
+function isNode(pid) {
+  try {
+    return /node/.test(path.basename(fs.readlinkSync(`/proc/${pid}/exe`))) || /node/.test(fs.readFileSync(`/proc/${pid}/comm`, 'utf8'));
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Says how node process `pid` can name its JavaScript frames, where it does
+ * not: no perf map and no jitdump (every JS frame [unknown]), or a perf map
+ * alone while V8's Maglev inlines hot functions into their callers (Node 24
+ * and 26 do: the hot function's samples land in its caller).
+ */
+function warnJit(pid, symbolizer) {
+  const jit = symbolizer.jitOf(pid);
+  const map = stacks.hasPerfMap(pid);
+  const flags = 'node --perf-basic-prof --no-maglev-inlining (and --perf-prof, whose jitdump names the functions TurboFan inlines)';
+  const say = (what) => console.error(`stackcount: ${what} (run ${flags})`);
+  if (!map && !jit.dump) say(`no perf map ${perfMapPath(pid)} and no jitdump: JavaScript frames will be [unknown]`);
+  else if (!map) say(`no perf map ${perfMapPath(pid)}: JavaScript frames are named from the jitdump alone, which V8 writes through a buffer: the last functions compiled may be [unknown]`);
+  if ((map || jit.dump) && jit.maglevInlining) say(`pid ${pid} runs without --no-maglev-inlining: code that Maglev inlined is marked in its caller's frame, not named`);
 }
 
 run(main);
