@@ -69,7 +69,7 @@ pub fn permission_denied() -> Option<String> {
       "this process runs in a user namespace (a rootless container, or unshare -U: /proc/self/uid_map is not the \
        initial '0 0 4294967295'), and the kernel allows no BPF there, whatever capabilities the namespace grants; \
        run the container rootful (sudo docker/podman run --cap-add BPF --cap-add PERFMON), or trace it from the host \
-       (npx node-libbpf <tool> -p HOSTPID)"
+       (npx node-libbpf <tool> -p HOSTPID); node-libbpf does not use BPF tokens"
         .to_string(),
     );
   }
@@ -84,8 +84,9 @@ pub fn permission_denied() -> Option<String> {
     let mut why = format!("this process lacks {} (CapEff in /proc/self/status); {CAPS_FIX}", missing.join(" and "));
     if seccomp == 2 {
       why.push_str(
-        "; the default docker/podman seccomp profile allows bpf() and perf_event_open() only to a container given \
-         those capabilities, so --cap-add lifts both",
+        "; a seccomp filter is on too (Seccomp: 2): docker's default profile allows bpf() and perf_event_open() \
+         once those capabilities are added, older podman profiles (containers-common, e.g. Debian 12's) only with \
+         CAP_SYS_ADMIN: then also --security-opt seccomp=PROFILE.json",
       );
     }
     return Some(why);
@@ -99,10 +100,10 @@ pub fn permission_denied() -> Option<String> {
     if !blocked.is_empty() {
       return Some(format!(
         "this process has CAP_BPF + CAP_PERFMON, but a seccomp filter (Seccomp: 2 in /proc/self/status) refuses {}: \
-         the container's seccomp profile blocks it; the default docker/podman profile allows bpf() and perf_event_open() \
-         only with CAP_BPF/CAP_PERFMON/CAP_SYS_ADMIN added by --cap-add; otherwise give a profile that allows them: \
-         --security-opt seccomp=PROFILE.json (docker/podman), in Kubernetes securityContext.seccompProfile \
-         (type: Localhost, localhostProfile: PROFILE.json; RuntimeDefault is the runtime's default profile)",
+         the container's seccomp profile blocks it (docker's default profile allows bpf() with CAP_BPF and \
+         perf_event_open() with CAP_PERFMON; older podman profiles, containers-common as in Debian 12, only with \
+         CAP_SYS_ADMIN); give a profile that allows them: --security-opt seccomp=PROFILE.json (docker/podman), \
+         in Kubernetes securityContext.seccompProfile (type: Localhost, localhostProfile: PROFILE.json)",
         blocked.join(" and ")
       ));
     }
