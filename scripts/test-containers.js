@@ -24,7 +24,8 @@
 //   3. from the host, on the service's host pid: syscalls (K accept4),
 //      event-loop (KB blocked check phases), and stackcount --profile on a
 //      container running examples/workloads/hot_loop.js with
-//      --perf-basic-prof (hotLoop named from the container's perf map);
+//      NODE_OPTIONS=--perf-basic-prof (hotLoop named from the container's
+//      perf map);
 //   4. two containers in two cgroups v2 (libpod-ID under a parent made here
 //      in the v2 hierarchy), K1 and K2 getppid calls: syscalls --cgroup
 //      counts each exactly its own, funccount --per-container gives both;
@@ -425,7 +426,7 @@ async function refusedScenarios() {
 }
 
 async function stackcountScenario() {
-  const hot = await startContainer('hot-loop', ['node', '--perf-basic-prof', `${PKG}/examples/workloads/hot_loop.js`]);
+  const hot = await startContainer('hot-loop', ['node', `${PKG}/examples/workloads/hot_loop.js`], { env: ['NODE_OPTIONS=--perf-basic-prof'] });
   try {
     await sleep(1500); // its functions compiled, in its perf map
     const mapPath = `/proc/${hot.pid}/root/tmp/perf-1.map`;
