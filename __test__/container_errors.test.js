@@ -11,7 +11,7 @@ const { describe, test } = require('node:test');
 const assert = require('node:assert/strict');
 const { spawnSync } = require('node:child_process');
 const path = require('node:path');
-const { buildFixture } = require('./helpers');
+const { buildFixture, objectPath } = require('./helpers');
 
 const ROOT = path.join(__dirname, '..');
 const skip = process.getuid?.() === 0 ? false : 'the scenarios drop privileges root has: run the tests as root';
@@ -73,6 +73,20 @@ describe('container misconfigurations', { skip }, () => {
     const r = child([buildFixture('seccomp_deny_bpf')], { env: { SECCOMP_DENY_PERF: '1' } });
     assert.equal(r.error?.code, 'EPERM', JSON.stringify(r));
     assert.match(r.error.message, /refuses bpf\(\) and perf_event_open\(\)/);
+  });
+
+  test('a seccomp filter refusing perf_event_open() only: attachPerfEvent gets EPERM naming it', () => {
+    const r = child([buildFixture('seccomp_deny_bpf')], {
+      env: { SECCOMP_DENY_PERF: 'only' },
+      script: `const bpf = require(${JSON.stringify(ROOT)});
+        const obj = bpf.loadBpfProgram(${JSON.stringify(objectPath('perf_sample'))});
+        try { obj.attachPerfEvent('handle_cpu_clock', { event: 'cpu-clock', pid: process.pid }); console.log('{}'); }
+        catch (e) { console.log(JSON.stringify({ error: { code: e.code, message: e.message } })); }
+        finally { obj.close(); }`,
+    });
+    assert.equal(r.error?.code, 'EPERM', JSON.stringify(r));
+    assert.match(r.error.message, /perf_event_open\(cpu-clock, pid \d+, cpu -1\): Operation not permitted/);
+    assert.match(r.error.message, /seccomp filter \(Seccomp: 2 in \/proc\/self\/status\) refuses perf_event_open\(\):/);
   });
 
   test('a user namespace (a rootless container): EPERM saying BPF is not available there', () => {
