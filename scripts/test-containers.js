@@ -552,7 +552,21 @@ async function prepare() {
   }
   fs.rmSync(RUN, { recursive: true, force: true });
   fs.mkdirSync(RUN, { recursive: true });
-  if (CGROUP_PARENT) fs.mkdirSync(CGROUP_PARENT, { recursive: true });
+  if (CGROUP_PARENT) {
+    // an earlier run killed before its cleanup: its empty cgroups
+    for (const d of fs.readdirSync(CGROUP2).filter((n) => /^node-libbpf-test-\d+$/.test(n))) {
+      const pid = Number(d.split('-').pop());
+      if (fs.existsSync(`/proc/${pid}`)) continue;
+      const dir = path.join(CGROUP2, d);
+      try {
+        for (const sub of fs.readdirSync(dir, { withFileTypes: true }).filter((e) => e.isDirectory())) fs.rmdirSync(path.join(dir, sub.name));
+        fs.rmdirSync(dir);
+      } catch (e) {
+        log(`${dir}: left from an earlier run, not removable (${e.code})`);
+      }
+    }
+    fs.mkdirSync(CGROUP_PARENT, { recursive: true });
+  }
   for (const f of ['node-libbpf.linux-x64-gnu.node', 'bpf/x86/monitor.bpf.o']) {
     if (!fs.existsSync(path.join(ROOT, f))) throw new Error(`${f} is missing: npm run build first`);
   }
