@@ -255,6 +255,8 @@ async function startContainer(name, args, { caps = [...PODMAN_CAPS, ...BPF_CAPS]
 
 /** Stops a container (SIGKILL to its processes through crun) and waits for `crun run` to end. */
 async function stopContainer(c) {
+  if (c.stopped) return c.proc.exited;
+  c.stopped = true;
   if (c.proc.child.exitCode === null) {
     spawnSync('crun', ['kill', '--all', c.id, 'KILL'], { stdio: 'ignore' });
     const r = await Promise.race([c.proc.exited, sleep(10000).then(() => null)]);
@@ -266,8 +268,9 @@ async function stopContainer(c) {
     try {
       fs.rmdirSync(c.cgroup);
       break;
-    } catch {
-      await sleep(20);
+    } catch (e) {
+      if (e.code === 'ENOENT') break;
+      await sleep(20); // EBUSY: its processes are still leaving
     }
   }
   containers.delete(c.id);
@@ -521,6 +524,26 @@ async function badInputScenarios() {
       r !== null && ((end.code === 0 && n > 0) || /\b(E[A-Z]+|ERR_BPF_[A-Z_]+):/.test(end.stderr)), `${r ? `exit ${end.code}` : 'still tracing: stopped with SIGTERM'}, counted ${n}; ${tail(end.stderr, 2)}`);
   } finally {
     await stopContainer(s);
+  }
+
+  // a container stopped, and its cgroup removed, while traced by its cgroup: SIGTERM stops the tool cleanly with its counts
+  if (CGROUP2) {
+    const g = await startContainer('stopped-cgroup', ['node', '-e', 'setInterval(() => process.ppid, 10)'], { cgroup: true });
+    try {
+      const t = tool(['syscalls', '--cgroup', g.cgroup, '-j', '-i', '60'], { timeoutMs: 60000 });
+      if (await t.waitFor(/^Tracing /m)) track(t.child.pid);
+      await sleep(500);
+      await stopContainer(g);
+      const gone = !fs.existsSync(g.cgroup);
+      await sleep(500);
+      t.child.kill('SIGTERM');
+      const end = await t.exited;
+      const n = syscallCount(end.stdout, 'getppid');
+      check('a container stopped and its cgroup removed while syscalls --cgroup traces it: SIGTERM stops the tool cleanly with its counts',
+        gone && end.code === 0 && n > 0, `cgroup removed: ${gone}, exit ${end.code}, counted ${n}; ${tail(end.stderr, 2)}`);
+    } finally {
+      await stopContainer(g);
+    }
   }
 
   // a cgroup that does not exist
