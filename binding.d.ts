@@ -140,7 +140,7 @@ export declare class NativeMap {
    * no syscall once mapped (the first call maps it). Values are
    * `valueSize` rounded up to 8 bytes apart. Counters the kernel is
    * bumping meanwhile are read as they are at that instant, each 8-byte
-   * word whole.
+   * word whole. `offset`: an integer from 0 (checked, not wrapped).
    */
   readMapped(target: Buffer, offset: number): void
 }
@@ -165,7 +165,8 @@ export declare class ObjectHandle {
   attachKretprobe(funcName: string, prog: BpfProgram | string, options?: AttachOptions | undefined | null): BpfLink
   /**
    * Attaches a `SEC("tp/...")` program to the tracepoint `category:name`
-   * (e.g. `syscalls`, `sys_enter_openat`). Mounts tracefs if needed. The
+   * (e.g. `syscalls`, `sys_enter_openat`). tracefs must be mounted
+   * (node-libbpf never mounts it; ERR_BPF_TRACEFS says how). The
    * `cookie` tells attachments of one program apart
    * (`bpf_get_attach_cookie()`).
    */
@@ -298,33 +299,38 @@ export declare function __panicForTests(): void
  * `attachRawTracepoint`.
  */
 export interface AttachOptions {
-  /** Value for `bpf_get_attach_cookie()`. */
-  cookie?: bigint
+  /**
+   * Value for `bpf_get_attach_cookie()`: a bigint from 0n to 2n ** 64n - 1n,
+   * or a safe integer number (default 0).
+   */
+  cookie?: bigint | number
 }
 
 /**
  * How the addon consumes a buffer (lib/map.js passes these on from the
- * options of `openRingBuffer`/`openPerfBuffer`).
+ * options of `openRingBuffer`/`openPerfBuffer`). Numbers, checked here
+ * (src/options.rs has the ranges), never wrapped by a u32 conversion.
  */
 export interface BufferOptions {
   /**
    * Milliseconds between passes when the program submits without wakeups
-   * (BPF_RB_NO_WAKEUP) or while events stream in (default 10).
+   * (BPF_RB_NO_WAKEUP) or while events stream in (default 10; 1 to 60000).
    */
   pollInterval?: number
   /**
    * How many batches may wait for JavaScript before records are dropped
-   * and counted as lost (default 64; and never more than 16 MiB).
+   * and counted as lost (default 64, at most 65536; and never more than
+   * 16 MiB).
    */
   queueSize?: number
   /**
    * Perf buffers: pages of the buffer of each CPU, a power of two
-   * (default 256: 1 MiB).
+   * (default 256: 1 MiB; at most 8192).
    */
   pageCount?: number
   /**
    * Perf buffers: the reader is woken when a CPU's buffer holds this many
-   * bytes (default: a quarter of it).
+   * bytes (default: a quarter of it; at most all of it).
    */
   wakeupBytes?: number
 }
@@ -373,11 +379,15 @@ export interface Features {
   /** The kernel's own BTF (/sys/kernel/btf/vmlinux): CO-RE works. */
   btf: boolean
   /**
-   * The kernel has tracepoints (tracefs is mounted, or can be);
-   * `notPermitted` says when this process may not attach them.
+   * The kernel has tracepoints (tracefs is mounted, or the kernel has it:
+   * /proc/filesystems); `notPermitted` says when this process may not
+   * attach them, `notes` when tracefs is not mounted.
    */
   tracepoints: boolean
-  /** Where tracefs is mounted (`/sys/kernel/tracing`), when it is. */
+  /**
+   * Where tracefs is mounted (`/sys/kernel/tracing`), when it is;
+   * undefined when it is not (features() never mounts it).
+   */
   tracefs?: string
   /** kprobes and kretprobes (CONFIG_KPROBES). */
   kprobes: boolean
@@ -397,6 +407,11 @@ export interface Features {
    * (maps, programs), CAP_PERFMON (tracing), or where tracefs is root's.
    */
   notPermitted: Array<string>
+  /**
+   * What else to know, with what to do: `tracepoints: tracefs is not
+   * mounted ...` (SEC("tp/...") programs need it; node-libbpf never mounts it).
+   */
+  notes: Array<string>
   /**
    * The capabilities that matter to BPF held by this process:
    * `CAP_BPF`, `CAP_PERFMON`, `CAP_SYS_ADMIN` (root holds all three).
@@ -534,15 +549,18 @@ export interface PerfEventOptions {
    * (not available in most VMs).
    */
   event?: string
-  /** Samples per second (default 99 when `period` is not given). */
+  /**
+   * Samples per second, from 1 to the kernel's
+   * `perf_event_max_sample_rate` (default 99 when `period` is not given).
+   */
   frequency?: number
-  /** One sample every `period` events, instead of `frequency`. */
+  /** One sample every `period` events (1 to 2^53 - 1), instead of `frequency`. */
   period?: number
-  /** Only this process (default: all). */
+  /** Only this process, 1 to 4194304 (default: all). */
   pid?: number
   /**
-   * Only this CPU (default: one event per online CPU, or for `pid` one
-   * event that follows the process).
+   * Only this CPU, 0 to the possible CPUs - 1 (default: one event per
+   * online CPU, or for `pid` one event that follows the process).
    */
   cpu?: number
 }
@@ -573,20 +591,40 @@ export interface ProgramStats {
  */
 export declare function syscallNames(arch?: 'x86_64' | 'arm64'): Array<string>
 
+/**
+ * The tracefs root tracepoints are read from: `/sys/kernel/tracing` (or
+ * `/sys/kernel/debug/tracing`). Mounts nothing: throws `ERR_BPF_TRACEFS`
+ * (naming the mount command) when tracefs is not mounted, `EPERM` when
+ * this process may not read it.
+ */
+export declare function tracefsRoot(): string
+
 /** Options of `attachUprobeMulti`. */
 export interface UprobeMultiOptions {
-  /** Only this process (default: every process running the binary). */
+  /**
+   * Only this process, 1 to 4194304 (default: every process running the
+   * binary).
+   */
   pid?: number
   /** Attach at the functions' returns (a `SEC("uretprobe.multi")` program). */
   retprobe?: boolean
-  /** One `bpf_get_attach_cookie()` value per symbol (with a list of symbols). */
-  cookies?: Array<bigint>
+  /**
+   * One `bpf_get_attach_cookie()` value per symbol (with a list of
+   * symbols), each from 0n to 2n ** 64n - 1n (or a safe integer number).
+   */
+  cookies?: Array<bigint | number>
 }
 
 /** Options of `attachUprobe`/`attachUretprobe`/`attachUsdt`. */
 export interface UprobeOptions {
-  /** Only this process (default: every process running the binary). */
+  /**
+   * Only this process, 1 to 4194304 (default: every process running the
+   * binary).
+   */
   pid?: number
-  /** Value for `bpf_get_attach_cookie()` (`bpf_usdt_cookie()` for USDT). */
-  cookie?: bigint
+  /**
+   * Value for `bpf_get_attach_cookie()` (`bpf_usdt_cookie()` for USDT): a
+   * bigint from 0n to 2n ** 64n - 1n, or a safe integer number.
+   */
+  cookie?: bigint | number
 }

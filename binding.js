@@ -850,3 +850,4 @@ module.exports.flameGraph = nativeBinding.flameGraph
 module.exports.libraryThreads = nativeBinding.libraryThreads
 module.exports.openObject = nativeBinding.openObject
 module.exports.syscallNames = nativeBinding.syscallNames
+module.exports.tracefsRoot = nativeBinding.tracefsRoot

@@ -57,7 +57,7 @@ export interface DecodeOptions {
   enums?: 'name' | 'number'
 }
 
-/** What both kinds of buffer take. */
+/** What both kinds of buffer take (a number out of its range is an ERR_BPF_INVALID_VALUE error). */
 interface BufferOptionsBase extends DecodeOptions {
   /**
    * Decode each record as this struct of the object's BTF (`'event'` or
@@ -71,12 +71,14 @@ interface BufferOptionsBase extends DecodeOptions {
   error?: (error: Error) => void
   /**
    * Milliseconds between passes when the program submits without wakeups
-   * (BPF_RB_NO_WAKEUP) or while events stream in (default 10).
+   * (BPF_RB_NO_WAKEUP) or while events stream in: an integer from 1 to
+   * 60000 (default 10).
    */
   pollInterval?: number
   /**
    * How many batches may wait for JavaScript before records are dropped
-   * and counted as lost (default 64; and never more than 16 MiB of records).
+   * and counted as lost: an integer from 1 to 65536 (default 64; and never
+   * more than 16 MiB of records).
    */
   queueSize?: number
   /**
@@ -98,11 +100,12 @@ export interface RingBufferOptions extends BufferOptionsBase {
 
 /** Options of `openPerfBuffer`. Perf records carry up to 7 bytes of padding after the struct. */
 export interface PerfBufferOptions extends BufferOptionsBase {
-  /** Pages of the buffer of each CPU, a power of two (default 256: 1 MiB). */
+  /** Pages of the buffer of each CPU, a power of two from 1 to 8192 (default 256: 1 MiB). */
   pageCount?: number
   /**
-   * The reader is woken when a CPU's buffer holds this many bytes (default:
-   * a quarter of it); smaller batches are read every `pollInterval`.
+   * The reader is woken when a CPU's buffer holds this many bytes, from 1
+   * to the whole buffer (default: a quarter of it); smaller batches are
+   * read every `pollInterval`.
    */
   wakeupBytes?: number
   /**
@@ -200,7 +203,8 @@ export declare class BpfMap {
   /**
    * Copies the bytes of a `BPF_F_MMAPABLE` array map, from byte `offset`,
    * into `target` (its whole length), with no syscall (the map is mapped on
-   * the first call). Value `i` is at `i * roundUp(valueSize, 8)`. Returns `target`.
+   * the first call). Value `i` is at `i * roundUp(valueSize, 8)`. Returns
+   * `target`. `offset`: an integer from 0 (default 0).
    */
   readMapped<B extends Uint8Array>(target: B, offset?: number): B
   /**
@@ -272,7 +276,8 @@ export declare class BpfObject<P extends string = string> {
   attachKretprobe(funcName: string, prog: BpfProgram | P, options?: AttachOptions | null): BpfLink
   /**
    * Attaches a `SEC("tp/...")` program to the tracepoint `category:name`
-   * (e.g. `syscalls`, `sys_enter_openat`). Mounts tracefs if needed. The
+   * (e.g. `syscalls`, `sys_enter_openat`). tracefs must be mounted
+   * (node-libbpf never mounts it; ERR_BPF_TRACEFS says how). The
    * `cookie` tells attachments of one program apart (`bpf_get_attach_cookie()`).
    */
   attachTracepoint(category: string, name: string, prog: BpfProgram | P, options?: AttachOptions | null): BpfLink
@@ -391,7 +396,7 @@ export interface MonitorOptions {
   connects?: boolean
   /** TCP segments retransmitted on this process's sockets, by remote endpoint (default on). */
   tcpRetransmits?: boolean
-  /** How many files, endpoints and retransmit endpoints a read gives (the most counted; default 20). */
+  /** How many files, endpoints and retransmit endpoints a read gives (the most counted): 1 to 4096 (default 20). */
   top?: number
 }
 
@@ -419,6 +424,11 @@ export interface MonitorSnapshot {
   files?: Array<{ path: string; count: number; errors: number }>
   connects?: Array<{ endpoint: string; count: number; errors: number }>
   tcpRetransmits?: Array<{ endpoint: string; segments: number }>
+  /**
+   * For the parts on, the inserts a table in the kernel refused because it
+   * was full (`monitor.tableSizes`): those calls or segments went uncounted.
+   */
+  tableOverflows?: { files?: number; connects?: number; tcpRetransmits?: number; listeningPorts?: number }
 }
 
 /** An OpenTelemetry MetricProducer (`@opentelemetry/sdk-metrics`), structurally. */
@@ -446,6 +456,8 @@ export declare class Monitor {
   get closed(): boolean
   /** Whether its programs are attached (not paused). */
   get attached(): boolean
+  /** How many keys each table of the parts on holds in the kernel (`files`, `connects`: 4,096). */
+  get tableSizes(): { files?: number; connects?: number; tcpRetransmits?: number; listeningPorts?: number }
   /** Everything counted since it started (cumulative). */
   read(): MonitorSnapshot
   /** Detaches its programs; counts stay. */

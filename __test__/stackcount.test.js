@@ -45,6 +45,10 @@ test('lib/stacks: frame names, folded stacks', () => {
   const { frameName, foldStacks } = require('../lib/stacks');
   assert.equal(frameName({ name: 'JS:*hotLoop /app/x.js:3:18' }), 'hotLoop /app/x.js:3:18');
   assert.equal(frameName({ name: 'LazyCompile:~ /app/x.js:9:5' }), '(anonymous) /app/x.js:9:5');
+  // Node 26: on-stack-replaced code (o), Maglev (+), Sparkplug (^)
+  assert.equal(frameName({ name: 'JS:o*hotLoop /app/x.js:3:18' }), 'hotLoop /app/x.js:3:18');
+  assert.equal(frameName({ name: 'JS:o+hotLoop /app/x.js:3:18' }), 'hotLoop /app/x.js:3:18');
+  assert.equal(frameName({ name: 'JS:^hotLoop /app/x.js:3:18' }), 'hotLoop /app/x.js:3:18');
   assert.equal(frameName({ name: 'v8::internal::(anonymous namespace)::Invoke(v8::internal::Isolate*, int) const' }), 'v8::internal::(anonymous namespace)::Invoke');
   assert.equal(frameName({}), '[unknown]');
   const folded = foldStacks([

@@ -15,6 +15,9 @@
 #define MAX_DEPTH 8
 
 const volatile __u32 target_pid = 0;
+/* threads whose libuv loops are Node's own, not the application's (the
+ * platform's delayed-task scheduler runs one: Node 26 iterates it); 0: unused */
+const volatile __u32 skip_tids[4] = {};
 /* set by user space when it stops: nothing is counted or emitted after it */
 bool stopped = false;
 
@@ -59,9 +62,16 @@ struct phase_event *unused_phase_event __attribute__((unused));
 
 static __always_inline bool trace_allowed(void)
 {
-	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32, tid = (__u32)id;
 
-	return !stopped && (!target_pid || tgid == target_pid);
+	if (stopped || (target_pid && tgid != target_pid))
+		return false;
+	for (int i = 0; i < 4; i++) {
+		if (skip_tids[i] && skip_tids[i] == tid)
+			return false;
+	}
+	return true;
 }
 
 /* a phase begins: push it on this thread's stack */

@@ -109,6 +109,12 @@ struct {
 	__type(value, struct loop_phase);
 } loops SEC(".maps");
 
+/* inserts refused because the table was full (E2BIG): retransmits (those
+ * segments went uncounted), own_ports (a port whose accepted connections'
+ * retransmits go uncounted) */
+__u64 retransmits_overflows = 0;
+__u64 own_ports_overflows = 0;
+
 /* the main thread's last switch off the CPU */
 struct offcpu_start {
 	__u64 start_ns;
@@ -298,7 +304,8 @@ int BPF_PROG(handle_inet_sock_set_state, const struct sock *sk, int oldstate, in
 		bpf_map_update_elem(&own_sockets, &key, &one, BPF_ANY);
 	} else if (newstate == TCP_LISTEN) {
 		port = BPF_CORE_READ(sk, __sk_common.skc_num);
-		bpf_map_update_elem(&own_ports, &port, &one, BPF_ANY);
+		if (bpf_map_update_elem(&own_ports, &port, &one, BPF_ANY))
+			__sync_fetch_and_add(&own_ports_overflows, 1);
 	}
 	return 0;
 }
@@ -317,6 +324,7 @@ int BPF_PROG(handle_tcp_retransmit_skb, const struct sock *sk, const struct sk_b
 	struct node_endpoint remote = {};
 	__u64 key = (__u64)sk, *count, segs;
 	__u16 port = BPF_CORE_READ(sk, __sk_common.skc_num);
+	long err;
 
 	if (!bpf_map_lookup_elem(&own_sockets, &key) && !bpf_map_lookup_elem(&own_ports, &port))
 		return 0;
@@ -328,10 +336,19 @@ int BPF_PROG(handle_tcp_retransmit_skb, const struct sock *sk, const struct sk_b
 		BPF_CORE_READ_INTO(&remote.addr.v6, sk, __sk_common.skc_v6_daddr.in6_u.u6_addr8);
 	segs = skb_segs(skb) ?: 1;
 	count = bpf_map_lookup_elem(&retransmits, &remote);
-	if (count)
+	if (count) {
 		__sync_fetch_and_add(count, segs);
-	else
-		bpf_map_update_elem(&retransmits, &remote, &segs, BPF_NOEXIST);
+		return 0;
+	}
+	err = bpf_map_update_elem(&retransmits, &remote, &segs, BPF_NOEXIST);
+	if (err == -EEXIST) {
+		/* another CPU made it first */
+		count = bpf_map_lookup_elem(&retransmits, &remote);
+		if (count)
+			__sync_fetch_and_add(count, segs);
+	} else if (err) {
+		__sync_fetch_and_add(&retransmits_overflows, 1);
+	}
 	return 0;
 }
 

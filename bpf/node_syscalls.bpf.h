@@ -14,6 +14,9 @@
 #define AF_UNIX 1
 #define AF_INET 2
 #define AF_INET6 10
+#ifndef EEXIST
+#define EEXIST 17
+#endif
 
 /* this architecture's syscall numbers (set from lib/syscalls.js); -1: none */
 const volatile __s32 nr_open = -1;
@@ -50,14 +53,21 @@ struct {
 	__type(value, struct node_calls);
 } endpoints SEC(".maps");
 
+/* calls not counted because a table was full (files or opening, endpoints
+ * or connecting): a hash map refuses a new key then (E2BIG) */
+__u64 files_overflows = 0;
+__u64 endpoints_overflows = 0;
+
 static __always_inline void enter_open(__u32 tid, const char *filename)
 {
 	static const struct node_file zero = {};
 	struct node_file *f;
 
 	/* the name is only readable at entry; a map value holds it (too big for the stack) */
-	if (bpf_map_update_elem(&opening, &tid, &zero, BPF_ANY))
+	if (bpf_map_update_elem(&opening, &tid, &zero, BPF_ANY)) {
+		__sync_fetch_and_add(&files_overflows, 1);
 		return;
+	}
 	f = bpf_map_lookup_elem(&opening, &tid);
 	if (f)
 		bpf_probe_read_user_str(f->filename, sizeof(f->filename), filename);
@@ -85,24 +95,31 @@ static __always_inline void enter_connect(__u32 tid, const void *uaddr, __u32 ad
 			e.addr.path[0] = '@';
 		}
 	}
-	bpf_map_update_elem(&connecting, &tid, &e, BPF_ANY);
+	if (bpf_map_update_elem(&connecting, &tid, &e, BPF_ANY))
+		__sync_fetch_and_add(&endpoints_overflows, 1);
 }
 
-/* the value at key, created as zero when missing (another CPU may create it first) */
-static __always_inline void *lookup_or_init(void *map, const void *key, const void *zero)
+/* the value at key, created as zero when missing (another CPU may create it
+ * first); NULL when the map is full, counted in *overflows */
+static __always_inline void *lookup_or_init(void *map, const void *key, const void *zero, __u64 *overflows)
 {
 	void *value = bpf_map_lookup_elem(map, key);
+	long err;
 
 	if (value)
 		return value;
-	bpf_map_update_elem(map, key, zero, BPF_NOEXIST);
+	err = bpf_map_update_elem(map, key, zero, BPF_NOEXIST);
+	if (err && err != -EEXIST) {
+		__sync_fetch_and_add(overflows, 1);
+		return NULL;
+	}
 	return bpf_map_lookup_elem(map, key);
 }
 
-static __always_inline void count_call(void *map, const void *key, bool error)
+static __always_inline void count_call(void *map, const void *key, bool error, __u64 *overflows)
 {
 	static const struct node_calls zero = {};
-	struct node_calls *c = lookup_or_init(map, key, &zero);
+	struct node_calls *c = lookup_or_init(map, key, &zero, overflows);
 
 	if (!c)
 		return;
@@ -134,13 +151,13 @@ static __always_inline void files_endpoints_exit(__u32 tid, long nr, long ret)
 	if (nr == nr_openat || nr == nr_openat2 || nr == nr_open) {
 		args = bpf_map_lookup_elem(&opening, &tid);
 		if (args) {
-			count_call(&files, args, error);
+			count_call(&files, args, error, &files_overflows);
 			bpf_map_delete_elem(&opening, &tid);
 		}
 	} else if (nr == nr_connect) {
 		args = bpf_map_lookup_elem(&connecting, &tid);
 		if (args) {
-			count_call(&endpoints, args, error && ret != -EINPROGRESS);
+			count_call(&endpoints, args, error && ret != -EINPROGRESS, &endpoints_overflows);
 			bpf_map_delete_elem(&connecting, &tid);
 		}
 	}

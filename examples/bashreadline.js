@@ -9,9 +9,10 @@ const bpf = require('..');
 const { parseArgs } = require('../lib/args');
 const { traceTarget, untilStopped, drain } = require('../lib/target');
 const { findFunctions } = require('../lib/procfs');
-const { wallClock, formatTime } = require('../lib/format');
+const { wallClock, formatTime, escapeText } = require('../lib/format');
 const { run } = require('../lib/run');
 const { objectPath } = require('../lib/objects');
+const { configureCgroup } = require('../lib/cgroup');
 
 const BASH = '/bin/bash';
 
@@ -32,6 +33,7 @@ async function main() {
     }
     obj = bpf.loadBpfProgram(objectPath('bashreadline'));
     if (target.pid !== undefined) obj.setGlobalVariable('target_pid', target.pid);
+    configureCgroup(obj, opts);
     // with a pid, only that process gets the probe
     obj.attachUretprobe(binary, func, obj.programs.handle_readline_return, target.pid === undefined ? {} : { pid: target.pid });
     if (!opts.json) console.log(`${'TIME'.padEnd(9)} ${'PID'.padStart(7)}  COMMAND`);
@@ -39,7 +41,7 @@ async function main() {
       (e) => {
         const time = wallClock(e.ts_ns);
         if (opts.json) console.log(JSON.stringify({ time: time.toISOString(), pid: e.pid, comm: e.comm, command: e.line }));
-        else console.log(`${formatTime(time).padEnd(9)} ${String(e.pid).padStart(7)}  ${e.line}`);
+        else console.log(`${formatTime(time).padEnd(9)} ${String(e.pid).padStart(7)}  ${escapeText(e.line)}`);
       },
       { type: 'readline_event', lost: (count) => console.error(`lost ${count} records`) },
     );

@@ -18,6 +18,7 @@ const { traceTarget, untilStopped } = require('../lib/target');
 const { ReportClock } = require('../lib/report');
 const { run } = require('../lib/run');
 const { objectPath } = require('../lib/objects');
+const { configureCgroup } = require('../lib/cgroup');
 
 /** The functions of each event, newest name first (folio_* since 5.16); dirtied: the tracepoints where the functions are inlined. */
 const EVENTS = {
@@ -54,7 +55,7 @@ function choosePrograms(obj, { kprobes = false } = {}) {
   }
   const kind = features.fentry && !kprobes ? 'fentry' : 'kprobe';
   const have = kernelFunctions();
-  const root = ['/sys/kernel/tracing', '/sys/kernel/debug/tracing'].find((r) => fs.existsSync(path.join(r, 'events')));
+  const root = features.tracefs; // where tracefs is mounted (never mounted by node-libbpf), or undefined
   const chosen = {};
   for (const [event, { functions, tracepoints = [] }] of Object.entries(EVENTS)) {
     const func = functions.find((f) => have.has(f));
@@ -107,6 +108,7 @@ async function main() {
   try {
     obj = bpf.loadBpfProgram(objectPath('cachestat'));
     obj.setGlobalVariable('target_pid', target.pid ?? 0);
+    configureCgroup(obj, opts);
     const { kind, chosen } = choosePrograms(obj, { kprobes: opts.kprobes });
     obj.load();
     for (const prog of Object.values(obj.programs).filter((p) => p.autoload)) obj.attach(prog);

@@ -2,7 +2,7 @@
 // Counts the events that probe patterns match: tracepoints, user-space
 // functions (uprobes), in total or per process (-P), in the kernel; prints
 // the counts every -i seconds and at the end, as bcc's funccount. Needs root.
-//   node examples/funccount.js [--pid N] [-P] [-i S] [--duration S] [--json] PROBE...
+//   node examples/funccount.js [--pid N] [-P] [-i S] [--max-probes N] [--duration S] [--json] PROBE...
 //   node examples/funccount.js 't:syscalls:sys_enter_*'
 //   node examples/funccount.js -i 1 'u:/lib/x86_64-linux-gnu/libc.so.6:pthread_mutex_*'
 //
@@ -18,8 +18,10 @@ const { parseArgs, intervalOption } = require('../lib/args');
 const { traceTarget, untilStopped } = require('../lib/target');
 const probes = require('../lib/probes');
 const { Tally, formatTable, ReportClock, printReport } = require('../lib/report');
+const { escapeText } = require('../lib/format');
 const { run } = require('../lib/run');
 const { objectPath } = require('../lib/objects');
+const { CgroupNames, configureCgroup, CONTAINER_COLUMN } = require('../lib/cgroup');
 
 const PROBES_HELP = `what to count (globs: * ? [..]):
                          t:CATEGORY:EVENT  tracepoints         t:syscalls:sys_enter_*
@@ -27,12 +29,34 @@ const PROBES_HELP = `what to count (globs: * ? [..]):
                          c:FUNC            libc functions      c:malloc
                          k:FUNC            kprobes, where the kernel has them`;
 
+// as bcc's funccount: a pattern wider than this is a mistake more often than not
+const MAX_PROBES = 1000;
+
+function positiveInteger(value) {
+  const n = Number(value);
+  if (!(Number.isInteger(n) && n > 0)) throw new Error(`not a positive integer: ${value}`);
+  return n;
+}
+
+/** The error for `list` (what `specs` matched) past the cap `max`: how many each spec matched, and how to narrow them. */
+function tooManyProbes(specs, list, max, pid) {
+  const each = specs.length > 1 ? specs.map((s) => `'${s}': ${probes.expand([s], { pid }).length}`).join(', ') : undefined;
+  const err = new Error(
+    `${specs.map((s) => `'${s}'`).join(' ')} match ${list.length} probes${each ? ` (${each})` : ''}, more than ${max}: ` +
+      `each probe slows every call it matches and takes the kernel ~0.1 s to detach; narrow the pattern (a category or library and a function prefix, 't:sched:sched_process_*' rather than 't:*:*'), or raise the limit with --max-probes ${list.length}`,
+  );
+  err.code = 'ERR_BPF_INVALID_VALUE';
+  return err;
+}
+
 async function main() {
   const opts = parseArgs('Counts the events that probes match, in the kernel, as bcc\'s funccount.', {
     systemWide: 'every process',
+    perContainer: true,
     options: {
       interval: intervalOption(),
       'per-process': { type: 'boolean', short: 'P', help: 'count per process (pid and name)' },
+      'max-probes': { type: 'string', arg: 'N', help: `attach at most N probes, else stop with an error (default ${MAX_PROBES})`, parse: positiveInteger },
     },
     positionals: { name: 'PROBE...', help: PROBES_HELP, min: 1 },
   });
@@ -57,20 +81,23 @@ async function main() {
    * unlocks on 6.1 under qemu (examples/README.md).
    */
   const seen = new Map();
+  const cgroups = new CgroupNames();
   const collect = () => {
+    cgroups.refresh();
     for (const [key, value] of obj.getMap('counts', { int64: 'number' }).entries()) {
-      const id = `${key.probe}/${key.pid}`;
+      const id = `${key.probe}/${key.pid}/${key.cgroup}`;
       const count = value.count - (seen.get(id) ?? 0);
       seen.set(id, value.count);
       if (count === 0) continue;
       const probe = list[key.probe].label;
-      const fields = opts.perProcess ? { pid: key.pid, comm: value.comm, probe } : { probe };
+      const fields = { ...(opts.perContainer && cgroups.get(key.cgroup)), ...(opts.perProcess && { pid: key.pid, comm: value.comm }), probe };
       tally.add(id, fields, { count });
     }
   };
   const report = (head, rows, extra = {}) => {
     rows.sort((a, b) => b.count - a.count || (a.probe < b.probe ? -1 : 1));
     const columns = [
+      ...(opts.perContainer ? [CONTAINER_COLUMN] : []),
       ...(opts.perProcess ? [{ title: 'PID', value: (r) => r.pid }, { title: 'COMM', value: (r) => r.comm, left: true }] : []),
       { title: 'FUNC', value: (r) => r.probe, left: true },
       { title: 'COUNT', value: (r) => r.count },
@@ -81,9 +108,11 @@ async function main() {
 
   try {
     list = probes.expand(opts.positionals, { pid: target.pid });
+    if (list.length > (opts.maxProbes ?? MAX_PROBES)) throw tooManyProbes(opts.positionals, list, opts.maxProbes ?? MAX_PROBES, target.pid);
     obj = bpf.loadBpfProgram(objectPath('funccount'));
     obj.setGlobalVariable('target_pid', target.pid ?? 0);
     obj.setGlobalVariable('per_process', Boolean(opts.perProcess));
+    configureCgroup(obj, opts);
     attached = probes.attach(obj, list, {
       tracepoint: 'handle_tracepoint',
       uprobe: 'handle_uprobe',
@@ -91,7 +120,7 @@ async function main() {
       pid: target.pid,
       perProbeWithoutCookies: true,
     });
-    for (const { probe, error } of attached.failed) console.error(`funccount: not counting ${probe.label}: ${error.message}`);
+    for (const { probe, error } of attached.failed) console.error(`funccount: not counting ${escapeText(probe.label)}: ${escapeText(error.message)}`);
     console.error(`Counting ${list.length - attached.failed.length} probes for ${opts.positionals.map((s) => `"${s}"`).join(' ')}`);
     await untilStopped(opts, target, () => {
       collect();

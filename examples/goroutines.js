@@ -6,10 +6,10 @@
 //   node examples/goroutines.js [--pid N] [--goid-offset N] [--duration S] [--json]
 const path = require('path');
 const bpf = require('..');
-const { parseArgs } = require('../lib/args');
+const { parseArgs, integer } = require('../lib/args');
 const { traceTarget, untilStopped, drain } = require('../lib/target');
 const { findFunctions } = require('../lib/procfs');
-const { wallClock, formatTime } = require('../lib/format');
+const { wallClock, formatTime, escapeText } = require('../lib/format');
 const { GO_STATES, goStateName } = require('../lib/go');
 const { run } = require('../lib/run');
 const { objectPath } = require('../lib/objects');
@@ -34,11 +34,7 @@ async function main() {
         type: 'string',
         arg: 'N',
         help: "the offset of goid in runtime.g (default: from the binary's DWARF)",
-        parse: (v) => {
-          const n = Number(v);
-          if (!Number.isInteger(n) || n < 0) throw new Error(`not an offset: ${v}`);
-          return n;
-        },
+        parse: integer(0, 65_535),
       },
     },
   });
@@ -50,7 +46,7 @@ async function main() {
     const where = findFunctions(bpf, target.pid, [CASGSTATUS]).get(CASGSTATUS);
     if (!where) throw new Error(`pid ${target.pid} has no ${CASGSTATUS}: is it a Go program (not stripped)?`);
     const offset = goidOffset(opts, where.binary, where.module);
-    console.error(`${where.module}: ${CASGSTATUS}, runtime.g.goid at offset ${offset}${opts.goidOffset === undefined ? ' (DWARF)' : ''}`);
+    console.error(`${escapeText(where.module)}: ${CASGSTATUS}, runtime.g.goid at offset ${offset}${opts.goidOffset === undefined ? ' (DWARF)' : ''}`);
 
     obj = bpf.loadBpfProgram(objectPath('goroutines'));
     obj.setGlobalVariable('target_pid', target.pid);

@@ -15,26 +15,28 @@
 const fs = require('fs');
 const path = require('path');
 const bpf = require('..');
-const { parseArgs } = require('../lib/args');
+const { parseArgs, integer } = require('../lib/args');
+const { maxSampleRate } = require('../lib/validate');
 const { traceTarget, untilStopped } = require('../lib/target');
 const probes = require('../lib/probes');
 const stacks = require('../lib/stacks');
 const { ReportClock, printReport } = require('../lib/report');
+const { escapeText } = require('../lib/format');
 const { run } = require('../lib/run');
 const { objectPath } = require('../lib/objects');
+const { perfMapPath } = require('../lib/procfs');
+const { CgroupNames, configureCgroup, containerLabel } = require('../lib/cgroup');
 
-function positiveInteger(value) {
-  const n = Number(value);
-  if (!(Number.isInteger(n) && n > 0)) throw new Error(`not a positive integer: ${value}`);
-  return n;
-}
+// a count of rows: at most 100000
+const positiveInteger = integer(1, 100_000);
 
 async function main() {
   const opts = parseArgs('Counts the stacks of an event or of CPU samples in the kernel, and names their frames.', {
     systemWide: 'every process',
+    perContainer: true,
     options: {
       profile: { type: 'boolean', help: 'sample the CPU (cpu-clock perf event; the default without an event)' },
-      frequency: { type: 'string', short: 'F', arg: 'HZ', help: 'samples per second with --profile (default 99)', parse: positiveInteger },
+      frequency: { type: 'string', short: 'F', arg: 'HZ', help: 'samples per second with --profile (default 99)', parse: (v) => integer(1, maxSampleRate())(v) },
       tracepoint: { type: 'string', short: 't', arg: 'CAT:EVENT', help: 'count the stacks of a tracepoint (globs: syscalls:sys_enter_open*)' },
       top: { type: 'string', arg: 'N', help: 'print the N most frequent stacks (default 10)', parse: positiveInteger },
       folded: { type: 'boolean', help: 'print every stack folded (comm;outer;...;inner count) instead', conflicts: 'top' },
@@ -66,14 +68,15 @@ async function main() {
     obj.setGlobalVariable('target_pid', target.pid ?? 0);
     obj.setGlobalVariable('kernel_stacks', !opts.userOnly);
     obj.setGlobalVariable('user_stacks', !opts.kernelOnly);
+    configureCgroup(obj, opts);
     if (list.length) {
       attached = probes.attach(obj, list, { tracepoint: 'handle_tracepoint', uprobe: 'handle_uprobe', pid: target.pid });
-      for (const { probe, error } of attached.failed) console.error(`stackcount: not counting ${probe.label}: ${error.message}`);
+      for (const { probe, error } of attached.failed) console.error(`stackcount: not counting ${escapeText(probe.label)}: ${escapeText(error.message)}`);
     }
     // every CPU, filtered in the kernel: a perf event for a pid samples only its main thread
     if (profile) obj.attachPerfEvent('handle_sample', { event: 'cpu-clock', frequency: opts.frequency ?? 99 });
     if (target.pid !== undefined && !stacks.hasPerfMap(target.pid) && /node/.test(fs.readFileSync(`/proc/${target.pid}/comm`, 'utf8'))) {
-      console.error(`stackcount: no /tmp/perf-${target.pid}.map: JavaScript frames will be [unknown] (run node with --perf-basic-prof)`);
+      console.error(`stackcount: no perf map ${perfMapPath(target.pid)}: JavaScript frames will be [unknown] (run node with --perf-basic-prof)`);
     }
     console.error(`Counting stacks of ${what}`);
     const clock = new ReportClock();
@@ -85,6 +88,13 @@ async function main() {
     clearInterval(warm);
     obj.detachAll();
     const counted = stacks.symbolize(stacks.readStacks(obj), symbolizer);
+    if (opts.perContainer) {
+      const cgroups = new CgroupNames();
+      for (const s of counted) {
+        const names = cgroups.get(s.cgroup ?? 0);
+        Object.assign(s, names, { container: containerLabel(names) });
+      }
+    }
     const folded = stacks.foldStacks(counted);
     if (opts.svg) {
       fs.writeFileSync(opts.svg, bpf.flameGraph(folded, { title: `stackcount: ${what}, ${target.pid === undefined ? target.what : `pid ${target.pid}`}`, countName: profile ? 'samples' : 'events' }));

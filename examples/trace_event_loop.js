@@ -9,8 +9,8 @@ const path = require('path');
 const bpf = require('..');
 const { parseArgs } = require('../lib/args');
 const { traceTarget, untilStopped, drain } = require('../lib/target');
-const { findFunctions } = require('../lib/procfs');
-const { wallClock, formatTime } = require('../lib/format');
+const { findFunctions, threadsNamed } = require('../lib/procfs');
+const { wallClock, formatTime, escapeText } = require('../lib/format');
 const { log2Buckets, formatHistogram, histogramJSON } = require('../lib/hist');
 const { run } = require('../lib/run');
 const { objectPath } = require('../lib/objects');
@@ -106,11 +106,14 @@ async function main() {
     if (traced.length === 0) throw new Error(`no libuv phase function in pid ${target.pid}'s binary or libraries: is it a Node.js process?`);
     const module = functions.get('uv__io_poll')?.module ?? functions.values().next().value.module;
     for (const [phase, fn] of PHASES) {
-      if (!functions.has(fn)) console.error(`trace_event_loop: ${fn} is not in ${module} (inlined or stripped in this build): the ${phase} phase is not traced`);
+      if (!functions.has(fn)) console.error(`trace_event_loop: ${fn} is not in ${escapeText(module)} (inlined or stripped in this build): the ${phase} phase is not traced`);
     }
 
     obj = bpf.loadBpfProgram(objectPath('event_loop'));
     obj.setGlobalVariable('target_pid', target.pid);
+    // Node's platform runs a libuv loop of its own on its delayed-task
+    // scheduler thread (Node 26 iterates it): not the application's loop
+    obj.setGlobalVariable('skip_tids', [...threadsNamed(target.pid, /^DelayedTaskSche/), 0, 0, 0, 0].slice(0, 4));
     attachPhases(obj, target.pid, functions, choosePhasePrograms(obj));
     const iterations = new Iterations(traced, (it) => printIteration(opts, traced, it));
     events = obj.getMap('events').openRingBuffer((record) => iterations.add(record), {

@@ -61,9 +61,12 @@ function clangArgs(source, output, { arch, includes = [], defines = [] } = {}) {
     '-Wall',
     '-Wno-unused-function',
     '-c',
-    source,
     '-o',
     output,
+    // the rest are files: a source named -fplugin=x.so is not an option
+    // (clang 14's driver hands a file name to cc1 as it is: hence ./ too)
+    '--',
+    source.startsWith('-') ? `./${source}` : source,
   ];
 }
 
@@ -118,9 +121,12 @@ async function compile(source, options = {}) {
   const output = options.output || defaultOutput(source);
   checkInputs(source, arch);
   const { major } = clangVersion(clang);
-  // compiled aside, then renamed: a program being loaded never sees half a file
-  const partial = path.join(path.dirname(output), `.${path.basename(output)}.partial`);
+  // compiled aside, then renamed: a program being loaded never sees half a
+  // file; aside is a new directory (mkdtemp, 0700): in a shared directory
+  // such as /tmp, a name known in advance could be another user's symlink
   fs.mkdirSync(path.dirname(output), { recursive: true });
+  const aside = fs.mkdtempSync(path.join(path.dirname(path.resolve(output)), `.${path.basename(output)}.partial-`));
+  const partial = path.join(aside, path.basename(output));
   try {
     const warnings = await run(clang, clangArgs(source, partial, options), `${clang} ${source}`);
     const strip = findStrip(major);
@@ -128,7 +134,7 @@ async function compile(source, options = {}) {
     fs.renameSync(partial, output);
     return { output, warnings };
   } finally {
-    fs.rmSync(partial, { force: true });
+    fs.rmSync(aside, { recursive: true, force: true });
   }
 }
 

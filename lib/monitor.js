@@ -24,9 +24,11 @@
  * syscall per 256 entries for the tables (files, connects, retransmits).
  */
 const fs = require('node:fs');
+const net = require('node:net');
 const native = require('./native');
 const { loadBpfProgram } = require('./object');
 const { objectPath } = require('./objects');
+const validate = require('./validate');
 const { findFunctions, socketInodes } = require('./procfs');
 const { PHASES, choosePhasePrograms, attachPhases } = require('./event_loop');
 const { chooseThreadStorage } = require('./compat');
@@ -52,6 +54,17 @@ const HIST_BYTES = 8 * (3 + HIST_SLOTS);
  */
 const BUCKET_BOUNDS = Array.from({ length: 27 }, (_, k) => 2 ** k / 1e6);
 const OFFCPU_KINDS = ['blocked', 'idle'];
+/**
+ * The monitor's bounded tables in the kernel, by the part that fills them:
+ * each counts the inserts it refused because it was full (a `.bss` counter
+ * of bpf/monitor.bpf.c or bpf/node_syscalls.bpf.h), and the table's map.
+ */
+const TABLES = [
+  { table: 'files', part: 'files', counter: 'files_overflows', map: 'files' },
+  { table: 'connects', part: 'connects', counter: 'endpoints_overflows', map: 'endpoints' },
+  { table: 'tcpRetransmits', part: 'tcpRetransmits', counter: 'retransmits_overflows', map: 'retransmits' },
+  { table: 'listeningPorts', part: 'tcpRetransmits', counter: 'own_ports_overflows', map: 'own_ports' },
+];
 const TCP_LISTEN = 10;
 
 function codedError(code, message) {
@@ -74,15 +87,18 @@ function histogram(words, at) {
   return { count: u64(words, at), sum: u64(words, at + 1) / 1e9, buckets };
 }
 
+/** The text of a 16-byte IPv6 address, as RFC 5952 writes it (the longest run of zero groups is `::`). */
+function ipv6Text(bytes) {
+  return new net.SocketAddress({ address: bytes.toString('hex').match(/.{4}/g).join(':'), family: 'ipv6' }).address;
+}
+
 /** `host:port` of a struct node_endpoint (decoded), `[v6]:port`, or a unix path. */
 function endpointName(e) {
   if (e.family === 2) return `${[...e.addr.v4].join('.')}:${e.port}`;
   if (e.family === 10) {
     const v6 = Buffer.from(e.addr.v6);
     if (v6.subarray(0, 10).every((b) => b === 0) && v6.readUInt16BE(10) === 0xffff) return `${[...v6.subarray(12)].join('.')}:${e.port}`;
-    const groups = [];
-    for (let i = 0; i < 16; i += 2) groups.push(v6.readUInt16BE(i).toString(16));
-    return `[${groups.join(':').replace(/(^|:)0(:0)+(:|$)/, '::')}]:${e.port}`;
+    return `[${ipv6Text(v6)}]:${e.port}`;
   }
   if (e.family === 1) return `unix:${e.addr.path}`;
   return `family ${e.family}`;
@@ -118,8 +134,7 @@ function checkOptions(options) {
   const wrong = PARTS.filter((p) => options?.[p] !== undefined && typeof options[p] !== 'boolean');
   if (wrong.length) throw codedError('ERR_INVALID_ARG_TYPE', `monitor(): parts are turned on or off with true or false; ${wrong.map((p) => `${p}: ${options[p]}`).join(', ')}`);
   const parts = PARTS.filter((p) => options?.[p] ?? DEFAULT_PARTS.includes(p));
-  const top = options?.top ?? 20;
-  if (!Number.isInteger(top) || top < 1) throw codedError('ERR_BPF_INVALID_VALUE', `monitor(): top must be a positive integer, got ${top}`);
+  const top = validate.integer('monitor()', 'top', options?.top, validate.LIMITS.top) ?? 20;
   return { parts, top };
 }
 
@@ -158,6 +173,7 @@ class Monitor {
   #phasesTraced = [];
   #phasesHow;
   #attached = false;
+  #portsLeftOut = 0; // listening ports found at start that own_ports had no room for
 
   /** Not for users: `bpf.monitor(options)` makes one. */
   constructor(options) {
@@ -179,7 +195,12 @@ class Monitor {
       this.#phasesHow = choosePhasePrograms(obj, { returns: false, use: this.#parts.has('eventLoop') });
       obj.load();
       for (const name of ['syscalls', 'phases', 'loops', 'offcpu', 'offcpu_hist', 'files', 'endpoints', 'retransmits', 'own_ports']) this.#maps[name] = obj.getMap(name);
-      if (this.#parts.has('tcpRetransmits')) for (const port of listeningPorts()) this.#maps.own_ports.set(port, 1);
+      if (this.#parts.has('tcpRetransmits')) {
+        const ports = [...listeningPorts()];
+        const room = this.#maps.own_ports.maxEntries;
+        for (const port of ports.slice(0, room)) this.#maps.own_ports.set(port, 1);
+        this.#portsLeftOut = Math.max(ports.length - room, 0);
+      }
       this.#obj = obj;
       this.resume();
     } catch (err) {
@@ -197,6 +218,12 @@ class Monitor {
   /** The libuv phases traced (those found in this process's node or libuv; empty without eventLoop). */
   get phases() {
     return [...this.#phasesTraced];
+  }
+
+  /** How many keys each table of the parts on holds (`{ files: 4096, ... }`): past that, `read().tableOverflows` counts. */
+  get tableSizes() {
+    this.#check();
+    return Object.fromEntries(TABLES.filter((t) => this.#parts.has(t.part)).map((t) => [t.table, this.#maps[t.map].maxEntries]));
   }
 
   /** Whether close() was called. */
@@ -273,8 +300,12 @@ class Monitor {
    * duration: histogram }], eventLoop: [{ phase, duration }], offCpu: {
    * reasons: [{ reason, count, seconds }], blocked, idle }, files: [{ path,
    * count, errors }], connects: [{ endpoint, count, errors }],
-   * tcpRetransmits: [{ endpoint, segments }] }`. A histogram is `{ count,
-   * sum (seconds), buckets }`, `buckets[k]` the count at or below
+   * tcpRetransmits: [{ endpoint, segments }], tableOverflows: { files,
+   * connects, tcpRetransmits, listeningPorts } }`. `tableOverflows` counts,
+   * for the parts on, the inserts a table in the kernel refused because it
+   * was full (`m.tableSizes` keys): those calls or segments went uncounted
+   * (for a listening port, its accepted connections' retransmits). A
+   * histogram is `{ count, sum (seconds), buckets }`, `buckets[k]` the count at or below
    * `Monitor.BUCKET_BOUNDS[k]` seconds (cumulative, every bound always).
    */
   read() {
@@ -311,6 +342,12 @@ class Monitor {
     if (p.has('files')) out.files = this.#table('files', (k) => k.filename).map(({ key, ...r }) => ({ path: key, ...r }));
     if (p.has('connects')) out.connects = this.#table('endpoints', endpointName).map(({ key, ...r }) => ({ endpoint: key, ...r }));
     if (p.has('tcpRetransmits')) out.tcpRetransmits = this.#table('retransmits', endpointName).map(({ key, count }) => ({ endpoint: key, segments: count }));
+    const tables = TABLES.filter((t) => p.has(t.part));
+    if (tables.length) {
+      out.tableOverflows = Object.fromEntries(
+        tables.map((t) => [t.table, Number(this.#obj.getGlobalVariable(t.counter)) + (t.table === 'listeningPorts' ? this.#portsLeftOut : 0)]),
+      );
+    }
     return out;
   }
 
@@ -354,10 +391,11 @@ class Monitor {
 Monitor.BUCKET_BOUNDS = BUCKET_BOUNDS;
 Monitor.PARTS = PARTS;
 Monitor.DEFAULT_PARTS = DEFAULT_PARTS;
+Monitor.TABLES = TABLES.map((t) => ({ table: t.table, part: t.part }));
 
 /** Starts monitoring this process: `options` turns parts on or off (see the module's comment). */
 function monitor(options) {
   return new Monitor(options);
 }
 
-module.exports = { monitor, Monitor, excludeLibraryThreads, BUCKET_BOUNDS, PARTS, DEFAULT_PARTS };
+module.exports = { monitor, Monitor, excludeLibraryThreads, endpointName, BUCKET_BOUNDS, PARTS, DEFAULT_PARTS, TABLES };

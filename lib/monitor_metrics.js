@@ -1,7 +1,7 @@
 'use strict';
 /**
  * The monitor's metrics, once for both exporters: for each, the part it
- * belongs to, its kind (a monotonic counter or a histogram), its name in
+ * belongs to (or the `parts`, any of which), its kind (a monotonic counter or a histogram), its name in
  * Prometheus (`node_libbpf_*`, base units, counters `_total`) and in
  * OpenTelemetry (`node_libbpf.*`, with a UCUM unit; the OTel Prometheus
  * exporter 0.2xx makes `node_libbpf.syscall.duration` into
@@ -68,16 +68,21 @@ const METRICS = [
     rows: (s) => s.connects.map((r) => [{ endpoint: r.endpoint }, r.errors]),
   },
   {
+    parts: ['files', 'connects', 'tcpRetransmits'], kind: 'counter', prom: 'node_libbpf_monitor_table_overflow_total', otel: 'node_libbpf.monitor.table.overflows', unit: '{insert}',
+    help: 'Inserts a table of the monitor in the kernel refused because it was full (files, connects, tcpRetransmits, listeningPorts): those calls or segments went uncounted',
+    rows: (s) => Object.entries(s.tableOverflows).map(([table, n]) => [{ table }, n]),
+  },
+  {
     part: 'tcpRetransmits', kind: 'counter', prom: 'node_libbpf_tcp_retransmitted_segments_total', otel: 'node_libbpf.tcp.retransmits', unit: '{segment}',
     help: 'TCP segments retransmitted on this process\'s sockets, by remote endpoint (top N)',
     rows: (s) => s.tcpRetransmits.map((r) => [{ endpoint: r.endpoint }, r.segments]),
   },
 ];
 
-/** The metrics of the parts `monitor` counts. */
+/** The metrics of the parts `monitor` counts (a metric of several `parts`: when one of them is on). */
 function metricsOf(monitor) {
   const parts = new Set(monitor.parts);
-  return METRICS.filter((m) => parts.has(m.part));
+  return METRICS.filter((m) => (m.parts ?? [m.part]).some((p) => parts.has(p)));
 }
 
 /**

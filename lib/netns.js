@@ -14,6 +14,7 @@
  *   link.destroy();  // also on exit
  */
 const { execFileSync, spawn } = require('child_process');
+const util = require('util');
 
 /** The addresses of the two ends: side 0 and side 1. */
 const IPV4 = ['10.200.0.1', '10.200.0.2'];
@@ -24,6 +25,14 @@ const live = new Set();
 process.on('exit', () => {
   for (const link of live) link.destroy();
 });
+
+/** Throws ERR_BPF_INVALID_VALUE unless `value` is an integer from `min` to `max`. */
+function checkInteger(name, value, min, max) {
+  if (Number.isInteger(value) && value >= min && value <= max) return;
+  const err = new Error(`dropRandom: ${name} ${util.inspect(value)} is not an integer from ${min} to ${max}: pass a number in that range`);
+  err.code = 'ERR_BPF_INVALID_VALUE';
+  throw err;
+}
 
 function run(argv) {
   return execFileSync(argv[0], argv.slice(1), { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
@@ -59,7 +68,7 @@ function createVethPair(tag) {
     },
 
     /**
-     * Drops `percent`% of the TCP packets that side `side` receives, at
+     * Drops `percent`% (an integer, 0-100) of the TCP packets that side `side` receives, at
      * random (nftables, in that namespace): those to `dport` when given,
      * and by default only those without SYN, FIN or RST (the connection is
      * set up and torn down without loss, its data and acks are not). As a
@@ -67,6 +76,10 @@ function createVethPair(tag) {
      * pair whole, segmentation offload is turned off on both ends.
      */
     dropRandom(side, percent, { dport, all = false } = {}) {
+      // the numbers go into nft's rule text: nothing else may
+      checkInteger('side', side, 0, 1);
+      checkInteger('percent', percent, 0, 100);
+      if (dport !== undefined) checkInteger('dport', dport, 1, 65535);
       for (const s of [0, 1]) run(['ip', '-n', names[s], 'link', 'set', devices[s], 'gso_max_segs', '1']);
       const match = [dport !== undefined && `tcp dport ${dport}`, !all && 'tcp flags & (syn | fin | rst) == 0'].filter(Boolean).join(' ');
       const rules = `table inet nlbpf_loss {

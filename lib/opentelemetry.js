@@ -37,8 +37,13 @@ function attributes(labels) {
   const out = {};
   for (const [k, v] of Object.entries(labels)) {
     if (k === 'endpoint') {
-      const m = /^\[?(.*?)\]?:(\d+)$/.exec(v);
-      if (m) {
+      // `1.2.3.4:80`, `[::1]:80` or `unix:PATH` (lib/monitor.js endpointName): a socket path is all address
+      const unix = v.startsWith('unix:');
+      const m = !unix && (/^\[([^\]]*)\]:(\d+)$/.exec(v) ?? /^([^:]*):(\d+)$/.exec(v));
+      if (unix) {
+        out['network.peer.address'] = v.slice(5);
+        out['network.transport'] = 'unix';
+      } else if (m) {
         out['network.peer.address'] = m[1];
         out['network.peer.port'] = Number(m[2]);
       } else {
@@ -99,4 +104,4 @@ function metricProducer(monitor) {
   };
 }
 
-module.exports = { metricProducer };
+module.exports = { metricProducer, attributes };

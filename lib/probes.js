@@ -22,6 +22,7 @@
 const { execFileSync } = require('child_process');
 const fs = require('fs');
 const path = require('path');
+const native = require('./native');
 const { syscallNumberOfEvent } = require('./syscalls');
 
 const KINDS = { t: 'tracepoint', tracepoint: 'tracepoint', u: 'uprobe', uprobe: 'uprobe', c: 'uprobe', k: 'kprobe', kprobe: 'kprobe' };
@@ -65,15 +66,12 @@ function globRegExp(glob) {
 }
 
 /**
- * The tracefs root (`/sys/kernel/tracing`), mounted first if it is not
- * (`bpf.features()` mounts it, as attaching a tracepoint does).
+ * The tracefs root (`/sys/kernel/tracing`, or `/sys/kernel/debug/tracing`),
+ * as the addon finds it: never mounted here (ERR_BPF_TRACEFS, naming the
+ * mount command, when tracefs is not mounted; EPERM when it is root's).
  */
-function tracefsRoot(bpf = require('..')) {
-  const find = () => ['/sys/kernel/tracing', '/sys/kernel/debug/tracing'].find((root) => fs.existsSync(path.join(root, 'events')));
-  let root = find();
-  if (!root && bpf.features().tracepoints) root = find();
-  if (!root) throw Object.assign(new Error('tracefs is not mounted (run as root: mount -t tracefs tracefs /sys/kernel/tracing)'), { code: 'ERR_BPF_TRACEFS' });
-  return root;
+function tracefsRoot() {
+  return native.tracefsRoot();
 }
 
 /** The tracepoints `{ category, name }` whose category and name match the globs, sorted. */
@@ -144,7 +142,7 @@ function resolveLibrary(library, pid) {
  * one function: the name without leading underscores, else the shortest,
  * is kept), sorted by name: `[{ name, offset }]`.
  */
-function listFunctions(binary, glob, bpf = require('..')) {
+function listFunctions(binary, glob, bpf = native) {
   const re = globRegExp(glob);
   const byOffset = new Map();
   const rank = (name) => [name.startsWith('_') ? 1 : 0, name.length, name];
@@ -165,7 +163,7 @@ function compare(a, b) {
 }
 
 /** The kernel functions matching a glob that kprobes can attach to (available_filter_functions). */
-function listKernelFunctions(glob, bpf = require('..')) {
+function listKernelFunctions(glob, bpf = native) {
   if (!bpf.features().kprobes) {
     throw Object.assign(new Error(`kprobes are not available on this kernel (built without CONFIG_KPROBES): use tracepoints (t:CATEGORY:EVENT) instead`), {
       code: 'ENOTSUP',
@@ -173,7 +171,7 @@ function listKernelFunctions(glob, bpf = require('..')) {
   }
   const re = globRegExp(glob);
   const names = fs
-    .readFileSync(path.join(tracefsRoot(bpf), 'available_filter_functions'), 'utf8')
+    .readFileSync(path.join(tracefsRoot(), 'available_filter_functions'), 'utf8')
     .split('\n')
     .map((line) => line.split(' ')[0])
     .filter((name) => name && re.test(name));
@@ -187,7 +185,7 @@ function listKernelFunctions(glob, bpf = require('..')) {
  * process, whose libraries `u:c:...` means. A spec that matches nothing
  * is an error.
  */
-function expand(specs, { pid, bpf = require('..') } = {}) {
+function expand(specs, { pid, bpf = native } = {}) {
   const probes = [];
   const seen = new Set();
   for (const spec of specs) {
@@ -240,7 +238,7 @@ function attach(obj, probes, { tracepoint, uprobe, syscalls, pid, perProbeWithou
   const links = [];
   const failed = [];
   const raw = { enter: [], exit: [] };
-  const cookies = require('../binding').features().attachCookie;
+  const cookies = native.features().attachCookie;
   // before 5.15 (no attach cookies), for an object that counts by probe
   // (perProbeWithoutCookies): probe i attaches to program `${program}_${i}`
   // (SEC("?..."), loaded only when used), its index built in

@@ -13,6 +13,8 @@
  *   fs.writeFileSync('out.svg', bpf.flameGraph(stacks.foldStacks(counted)));
  */
 const fs = require('fs');
+const { escapeText } = require('./format');
+const { perfMapPath } = require('./procfs');
 
 const EFAULT = 14; // bpf_get_stackid: no stack of that kind (a kernel thread's user stack, a user-mode sample's kernel stack)
 
@@ -59,14 +61,15 @@ class StackSymbolizer {
 }
 
 /**
- * A frame's name: the function, without a JIT frame's tier marker (`*`
- * optimized, `~` interpreted: `JS:*hotLoop file.js:3:18` is `hotLoop
- * file.js:3:18`, `JS:~ file.js:9:5` is `(anonymous) file.js:9:5`), or
- * `[unknown]`.
+ * A frame's name: the function, without a JIT frame's tier marker (`~`
+ * interpreted, `^` Sparkplug, `+` Maglev, `*` TurboFan; Node 26 marks
+ * on-stack-replaced code with an `o` before it: `JS:o*hotLoop`):
+ * `JS:*hotLoop file.js:3:18` is `hotLoop file.js:3:18`, `JS:~ file.js:9:5`
+ * is `(anonymous) file.js:9:5`; or `[unknown]`.
  */
 function frameName(frame) {
   if (!frame?.name) return '[unknown]';
-  const js = /^(?:JS|LazyCompile|Function|Script|Builtin|Eval|RegExp|InterpretedFunction):[*~^+]?(.*)$/.exec(frame.name);
+  const js = /^(?:JS|LazyCompile|Function|Script|Builtin|Eval|RegExp|InterpretedFunction):o?[*~^+]?(.*)$/.exec(frame.name);
   if (!js) return withoutParameters(frame.name);
   return js[1] === '' || js[1].startsWith(' ') ? `(anonymous)${js[1]}` : js[1];
 }
@@ -87,10 +90,11 @@ function withoutParameters(name) {
  * Every counted stack of an object whose `counts` hash map is keyed by
  * `{ pid, kernel_stack, user_stack, comm }` (stack ids in the `stacks`
  * map, or -errno; see bpf/stackcount.h) with a count as value:
- * `[{ pid, comm, count, kernel: [address], user: [address], lost }]`,
+ * `[{ pid, comm, count, kernel: [address], user: [address], lost, cgroup? }]`,
  * innermost frame first. `lost`: a stack the kernel could not keep (its
  * map was full, or a hash collision). `del`: empty the counts as they are
- * read (for interval reports).
+ * read (for interval reports). `cgroup`: the key's cgroup id, where it
+ * has one (not 0: bpf/filter.bpf.h's per_container).
  */
 function readStacks(obj, { counts = 'counts', stacks = 'stacks', del = false } = {}) {
   const countMap = obj.getMap(counts, { int64: 'number' });
@@ -110,13 +114,14 @@ function readStacks(obj, { counts = 'counts', stacks = 'stacks', del = false } =
     kernel: stack(key.kernel_stack),
     user: stack(key.user_stack),
     lost: lost(key.kernel_stack) || lost(key.user_stack),
+    ...(key.cgroup && { cgroup: key.cgroup }),
   }));
 }
 
 /**
  * Names the frames of `readStacks` entries (innermost first) and merges the
  * stacks that name the same frames: `[{ pid, comm, count, kernel: [name],
- * user: [name] }]`, most counted first. A lost stack has one frame,
+ * user: [name], cgroup? }]`, most counted first. A lost stack has one frame,
  * `[lost stack]`.
  */
 function symbolize(entries, symbolizer) {
@@ -130,8 +135,9 @@ function symbolize(entries, symbolizer) {
       comm: e.comm,
       kernel: symbolizer.kernel(e.kernel),
       user: e.lost ? ['[lost stack]'] : symbolizer.user(e.pid, e.user),
+      ...(e.cgroup && { cgroup: e.cgroup }),
     };
-    const key = JSON.stringify([stack.pid, stack.comm, stack.kernel, stack.user]);
+    const key = JSON.stringify([stack.pid, stack.comm, stack.cgroup, stack.kernel, stack.user]);
     const seen = merged.get(key);
     if (seen) seen.count += e.count;
     else merged.set(key, { ...stack, count: e.count });
@@ -141,14 +147,16 @@ function symbolize(entries, symbolizer) {
 
 /**
  * Folded stacks, one line per stack, root first: `comm;user frames;kernel
- * frames count`, kernel frames marked `_[k]` (as flamegraph.pl and inferno
- * color them); the same line twice is counted once.
+ * frames count` (`container;comm;...` where a stack has a `container`),
+ * kernel frames marked `_[k]` (as flamegraph.pl and inferno color them),
+ * control characters escaped (lib/format.js `escapeText`);
+ * the same line twice is counted once.
  */
 function foldStacks(stacks) {
   const lines = new Map();
   for (const s of stacks) {
-    const frames = [s.comm, ...[...s.user].reverse(), ...[...s.kernel].reverse().map((f) => `${f}_[k]`)];
-    const line = frames.map((f) => f.replace(/;/g, ':').replace(/\s+/g, ' ')).join(';');
+    const frames = [...(s.container === undefined ? [] : [s.container]), s.comm, ...[...s.user].reverse(), ...[...s.kernel].reverse().map((f) => `${f}_[k]`)];
+    const line = frames.map((f) => escapeText(f.replace(/;/g, ':').replace(/\s+/g, ' '))).join(';');
     lines.set(line, (lines.get(line) ?? 0) + s.count);
   }
   return [...lines]
@@ -159,19 +167,29 @@ function foldStacks(stacks) {
 
 /**
  * One stack as bcc's stackcount prints it: kernel frames, `--`, user
- * frames (innermost first), the thread and its count.
+ * frames (innermost first), the thread (and its `container`, where the
+ * stack has one: lib/cgroup.js containerLabel) and its count; names and
+ * `comm` with their control characters escaped.
  */
 function formatStack(s) {
-  const lines = s.kernel.map((f) => `    ${f}`);
+  const lines = s.kernel.map((f) => `    ${escapeText(f)}`);
   if (s.kernel.length && s.user.length) lines.push('    --');
-  lines.push(...s.user.map((f) => `    ${f}`));
-  lines.push(`    ${s.comm} [${s.pid}]`, `      ${s.count}`);
+  lines.push(...s.user.map((f) => `    ${escapeText(f)}`));
+  lines.push(`    ${escapeText(s.comm)} [${s.pid}]${s.container === undefined ? '' : ` ${escapeText(s.container)}`}`, `      ${s.count}`);
   return lines.join('\n');
 }
 
-/** Whether process `pid` has a perf map (/tmp/perf-PID.map): `node --perf-basic-prof` writes one. */
+/**
+ * Whether process `pid` has a perf map (`node --perf-basic-prof` writes
+ * one): /tmp/perf-PID.map, in a container /tmp/perf-NSPID.map of its own
+ * /tmp (lib/procfs.js perfMapPath).
+ */
 function hasPerfMap(pid) {
-  return fs.existsSync(`/tmp/perf-${pid}.map`);
+  try {
+    return fs.existsSync(perfMapPath(pid));
+  } catch {
+    return false; // gone
+  }
 }
 
 module.exports = { StackSymbolizer, frameName, readStacks, symbolize, foldStacks, formatStack, hasPerfMap };

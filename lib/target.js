@@ -84,6 +84,8 @@ function untilStopped(opts, target, onInterval, banner) {
     process.on('SIGINT', onSignal).on('SIGTERM', onSignal);
     if (opts.duration) timers.push(setTimeout(() => done('duration'), opts.duration * 1000));
     if (opts.interval && onInterval) timers.push(setInterval(onInterval, opts.interval * 1000));
+    // signal handlers do not keep Node.js running: system-wide with no -d or -i, it ended at once
+    timers.push(setInterval(() => {}, 2 ** 30));
     if (target.child) {
       target.child.on('exit', onExit);
     } else if (target.pid !== undefined) {

@@ -12,6 +12,8 @@ const { parseArgs } = require('./args');
 const { traceTarget, untilStopped } = require('./target');
 const { LatencySummary } = require('./latency');
 const { chooseThreadStorage } = require('./compat');
+const { escapeText } = require('./format');
+const { configureCgroup } = require('./cgroup');
 
 /**
  * Traces the syscalls `syscalls` of `-p PID`, of every process, or with
@@ -32,6 +34,7 @@ async function traceSyscalls({ description, object, workload, nodeArgs = [], sys
     obj = bpf.loadBpfProgram(object);
     chooseThreadStorage(obj);
     obj.setGlobalVariable('target_pid', target.pid ?? 0);
+    configureCgroup(obj, opts);
     for (const name of syscalls) {
       obj.attachTracepoint('syscalls', `sys_enter_${name}`, obj.programs[`handle_enter_${name}`]);
       obj.attachTracepoint('syscalls', `sys_exit_${name}`, obj.programs[`handle_exit_${name}`]);
@@ -57,13 +60,13 @@ async function traceSyscalls({ description, object, workload, nodeArgs = [], sys
   summary.print(opts);
 }
 
-/** Prints one record: as JSON with `--json`, else the article's line and `details(event)`. */
+/** Prints one record: as JSON with `--json`, else the article's line and `details(event)` (their control characters escaped). */
 function printEvent(opts, event, details) {
   if (opts.json) {
     console.log(JSON.stringify(event));
   } else {
     const ms = (event.duration_ns / 1e6).toFixed(3);
-    console.log(`[PID:${event.pid} TID:${event.tid} COMM:${event.comm}] ${event.syscall} took ${ms} ms ${details(event)}`);
+    console.log(`[PID:${event.pid} TID:${event.tid} COMM:${escapeText(event.comm)}] ${event.syscall} took ${ms} ms ${escapeText(details(event))}`);
   }
 }
 

@@ -6,7 +6,7 @@
 
 /** Helpers for your own tools, each typed (npm run build:types). */
 const PUBLIC_LIB = [
-  'args', 'compat', 'compile', 'event_loop', 'format', 'go', 'hist', 'latency', 'names', 'netns', 'objects', 'probes',
+  'args', 'cgroup', 'compat', 'compile', 'event_loop', 'format', 'go', 'hist', 'latency', 'names', 'netns', 'objects', 'probes',
   'procfs', 'pty', 'report', 'run', 'stacks', 'syscalls', 'target', 'trace_syscalls', 'typegen',
 ];
 

@@ -1,33 +1,36 @@
 //! What the running kernel offers, asked of the kernel itself (sysfs and
-//! tracefs), and the mounting of tracefs when it is missing.
+//! tracefs). Nothing here changes the system: tracefs is looked for where
+//! /proc/self/mounts says it is mounted, never mounted.
 
 use std::{ffi::CString, path::Path, sync::Mutex};
 
-use crate::error::{err, BpfResult, Code};
+use crate::error::{err, guard, BpfResult, Code, Result};
 
 const TRACEFS: &str = "/sys/kernel/tracing";
 const DEBUGFS_TRACING: &str = "/sys/kernel/debug/tracing";
 
 static TRACEFS_ROOT: Mutex<Option<&'static str>> = Mutex::new(None);
 
-/// The tracefs root, mounting tracefs at /sys/kernel/tracing when neither
-/// place has it and we are root (once, quietly).
+/// The tracefs root that libbpf's tracepoint attach reads (/sys/kernel/tracing,
+/// or /sys/kernel/debug/tracing), if mounted and readable by this process.
+/// Never mounts it: EPERM when it is root's (mode 0700), ERR_BPF_TRACEFS
+/// naming the mount command when it is not mounted.
 pub fn tracefs_root() -> BpfResult<&'static str> {
-  let mut cached = TRACEFS_ROOT.lock().unwrap();
+  let mut cached = TRACEFS_ROOT.lock().unwrap_or_else(|e| e.into_inner());
   if let Some(root) = *cached {
     return Ok(root);
   }
+  // only where a tracefs is mounted: a path walk into debugfs's tracing
+  // directory would automount one there
+  let mounted = mounted_tracefs();
   for root in [TRACEFS, DEBUGFS_TRACING] {
-    if Path::new(root).join("events").is_dir() {
+    if mounted.contains(&root) && Path::new(root).join("events").is_dir() {
       *cached = Some(root);
       return Ok(root);
     }
   }
   // mounted, but not readable by this user (tracefs is mode 0700, root's)
-  let unreadable = |root: &String| {
-    matches!(std::fs::metadata(Path::new(root).join("events")), Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied)
-  };
-  if let Some(root) = mounted_tracefs().filter(unreadable) {
+  if let Some(root) = mounted.first() {
     return err(
       Code::Permission,
       format!(
@@ -37,33 +40,46 @@ pub fn tracefs_root() -> BpfResult<&'static str> {
       ),
     );
   }
-  let target = CString::new(TRACEFS).unwrap();
-  let fstype = CString::new("tracefs").unwrap();
-  // SAFETY: valid NUL-terminated strings, no data argument.
-  let rc = unsafe {
-    libc::mount(fstype.as_ptr(), target.as_ptr(), fstype.as_ptr(), 0, std::ptr::null())
-  };
-  if rc == 0 && Path::new(TRACEFS).join("events").is_dir() {
-    *cached = Some(TRACEFS);
-    return Ok(TRACEFS);
-  }
-  let why = std::io::Error::last_os_error();
+  let kernel = if tracefs_in_kernel() { "" } else { " (and this kernel lists no tracefs in /proc/filesystems: built without tracing?)" };
   err(
     Code::Tracefs,
     format!(
-      "tracefs is not mounted and mounting it at {TRACEFS} failed ({why}); run as root: mount -t tracefs tracefs {TRACEFS}"
+      "tracefs is not mounted{kernel}: tracepoints (SEC(\"tp/...\")) need it, and node-libbpf does not mount it; mount it \
+       (as root: mount -t tracefs tracefs {TRACEFS}), or use raw tracepoints (SEC(\"raw_tp/...\") or SEC(\"tp_btf/...\"), \
+       attachRawTracepoint), which need none"
     ),
   )
 }
 
-/// Where tracefs is mounted (/proc/self/mounts), readable or not.
-fn mounted_tracefs() -> Option<String> {
-  let mounts = std::fs::read_to_string("/proc/self/mounts").ok()?;
-  mounts.lines().find_map(|line| {
-    let mut fields = line.split(' ');
-    let (_, dir, fstype) = (fields.next()?, fields.next()?, fields.next()?);
-    (fstype == "tracefs").then(|| dir.to_string())
-  })
+/// The tracefs root tracepoints are read from: `/sys/kernel/tracing` (or
+/// `/sys/kernel/debug/tracing`). Mounts nothing: throws `ERR_BPF_TRACEFS`
+/// (naming the mount command) when tracefs is not mounted, `EPERM` when
+/// this process may not read it.
+#[napi_derive::napi(js_name = "tracefsRoot")]
+pub fn tracefs_root_js() -> Result<String> {
+  guard(|| tracefs_root().map(str::to_string))
+}
+
+/// The places of [TRACEFS, DEBUGFS_TRACING] where a tracefs is mounted
+/// (/proc/self/mounts), readable or not, in that order.
+fn mounted_tracefs() -> Vec<&'static str> {
+  let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap_or_default();
+  let dirs: Vec<&str> = mounts
+    .lines()
+    .filter_map(|line| {
+      let mut fields = line.split(' ');
+      let (_, dir, fstype) = (fields.next()?, fields.next()?, fields.next()?);
+      (fstype == "tracefs").then_some(dir)
+    })
+    .collect();
+  [TRACEFS, DEBUGFS_TRACING].into_iter().filter(|root| dirs.contains(root)).collect()
+}
+
+/// Whether the kernel has tracefs (/proc/filesystems lists it), mounted or not.
+fn tracefs_in_kernel() -> bool {
+  std::fs::read_to_string("/proc/filesystems")
+    .map(|text| text.lines().any(|line| line.split_whitespace().last() == Some("tracefs")))
+    .unwrap_or(false)
 }
 
 /// The capabilities that matter to BPF that this process holds (effective
@@ -100,7 +116,10 @@ fn kernel_has_struct(name: &str) -> bool {
 
 /// Whether the tracepoint `category:name` exists on this kernel.
 pub fn tracepoint_exists(category: &str, name: &str) -> BpfResult<bool> {
-  let root = tracefs_root()?;
+  let root = tracefs_root().map_err(|mut e| {
+    e.message = format!("tracepoint {category}:{name}: {}", e.message);
+    e
+  })?;
   Ok(Path::new(root).join("events").join(category).join(name).is_dir())
 }
 
@@ -164,10 +183,12 @@ pub fn tracepoint_instead_of(func: &str, retprobe: bool) -> Option<(String, Stri
 pub struct Features {
   /// The kernel's own BTF (/sys/kernel/btf/vmlinux): CO-RE works.
   pub btf: bool,
-  /// The kernel has tracepoints (tracefs is mounted, or can be);
-  /// `notPermitted` says when this process may not attach them.
+  /// The kernel has tracepoints (tracefs is mounted, or the kernel has it:
+  /// /proc/filesystems); `notPermitted` says when this process may not
+  /// attach them, `notes` when tracefs is not mounted.
   pub tracepoints: bool,
-  /// Where tracefs is mounted (`/sys/kernel/tracing`), when it is.
+  /// Where tracefs is mounted (`/sys/kernel/tracing`), when it is;
+  /// undefined when it is not (features() never mounts it).
   pub tracefs: Option<String>,
   /// kprobes and kretprobes (CONFIG_KPROBES).
   pub kprobes: bool,
@@ -185,6 +206,9 @@ pub struct Features {
   /// reason (`tracepoints: tracefs is not readable ...`): without CAP_BPF
   /// (maps, programs), CAP_PERFMON (tracing), or where tracefs is root's.
   pub not_permitted: Vec<String>,
+  /// What else to know, with what to do: `tracepoints: tracefs is not
+  /// mounted ...` (SEC("tp/...") programs need it; node-libbpf never mounts it).
+  pub notes: Vec<String>,
   /// The capabilities that matter to BPF held by this process:
   /// `CAP_BPF`, `CAP_PERFMON`, `CAP_SYS_ADMIN` (root holds all three).
   pub capabilities: Vec<String>,
@@ -218,10 +242,17 @@ pub fn features() -> Features {
   let mut not_permitted = Vec::new();
   let mut refused = |feature: &str, why: &str| not_permitted.push(format!("{feature}: {why}"));
   let tracefs = tracefs_root();
-  let tracepoints = tracefs.is_ok() || mounted_tracefs().is_some();
+  let mounted = mounted_tracefs();
+  let tracepoints = tracefs.is_ok() || !mounted.is_empty() || tracefs_in_kernel();
+  let mut notes = Vec::new();
   if let Err(e) = &tracefs {
     if e.code == Code::Permission {
       refused("tracepoints", "tracefs is not readable by this process (use raw tracepoints, or run as root)");
+    } else if tracepoints {
+      notes.push(format!(
+        "tracepoints: tracefs is not mounted (node-libbpf does not mount it); SEC(\"tp/...\") programs need it (as root: \
+         mount -t tracefs tracefs {TRACEFS}); raw tracepoints and tp_btf do not"
+      ));
     }
   }
   // a map type the probe could not make: the kernel's BTF tells whether it has it
@@ -245,7 +276,7 @@ pub fn features() -> Features {
   Features {
     btf: Path::new("/sys/kernel/btf/vmlinux").exists(),
     tracepoints,
-    tracefs: tracefs.ok().map(str::to_string).or_else(mounted_tracefs),
+    tracefs: tracefs.ok().or(mounted.first().copied()).map(str::to_string),
     kprobes: kprobes_available(),
     uprobes: Path::new("/sys/bus/event_source/devices/uprobe/type").exists(),
     fentry: fentry_loads(),
@@ -253,6 +284,7 @@ pub fn features() -> Features {
     ring_buffer,
     perf_buffer,
     not_permitted,
+    notes,
     capabilities,
     task_storage: task_storage_available(),
     attach_cookie: helper_available(&[TRACEPOINT], libbpf_sys::BPF_FUNC_get_attach_cookie),

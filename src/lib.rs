@@ -15,6 +15,7 @@ mod libbpf_log;
 mod map;
 mod names;
 mod object;
+mod options;
 mod perf_event;
 mod poller;
 mod program;

@@ -344,16 +344,7 @@ impl NativeMap {
         );
       }
       self.with_map(|map| {
-        let batch = if remove {
-          map.lookup_and_delete_batch(256, MapFlags::ANY, MapFlags::ANY)
-        } else {
-          map.lookup_batch(256, MapFlags::ANY, MapFlags::ANY)
-        };
-        let (mut keys, mut values) = (Vec::new(), Vec::new());
-        for (k, v) in batch.map_err(|e| self.map_error("batch lookup", e))? {
-          keys.extend_from_slice(&k);
-          values.extend_from_slice(&v);
-        }
+        let (keys, values) = read_batches(map, remove).map_err(|e| self.map_error("batch lookup", e.into()))?;
         Ok(vec![keys.into(), values.into()])
       })
     })
@@ -374,13 +365,68 @@ impl NativeMap {
   }
 }
 
+/// Every `(keys, values)` of a hash map (not per-CPU), in batches of 256
+/// entries or more, until the kernel says ENOENT. Not libbpf-rs's
+/// `lookup_batch`: its iterator ends at the first short batch, and the
+/// kernel hands out whole buckets, so a batch is short wherever the next
+/// bucket does not fit (a full map of 4,096 files read as 511). ENOSPC (a
+/// bucket bigger than the batch) doubles the batch.
+fn read_batches(map: &libbpf_rs::Map<'_>, remove: bool) -> std::io::Result<(Vec<u8>, Vec<u8>)> {
+  use std::os::fd::{AsFd, AsRawFd};
+  let fd = map.as_fd().as_raw_fd();
+  let (key_size, value_size) = (map.key_size() as usize, map.value_size() as usize);
+  let (mut keys, mut values) = (Vec::new(), Vec::new());
+  // the kernel's cursor (a bucket index for hash maps); key-sized is enough
+  let mut cursor = vec![0u8; key_size.max(8)];
+  let mut next = cursor.clone();
+  let mut first = true;
+  let mut batch = 256usize;
+  loop {
+    let mut count = batch as u32;
+    let (at_keys, at_values) = (keys.len(), values.len());
+    keys.resize(at_keys + batch * key_size, 0);
+    values.resize(at_values + batch * value_size, 0);
+    // SAFETY: the opts are zeroed with their size set; the key and value
+    // areas hold `count` entries past where this batch goes; the cursors
+    // are key-sized, as libbpf asks.
+    let ret = unsafe {
+      let mut opts: libbpf_sys::bpf_map_batch_opts = std::mem::zeroed();
+      opts.sz = std::mem::size_of::<libbpf_sys::bpf_map_batch_opts>() as _;
+      let call = if remove { libbpf_sys::bpf_map_lookup_and_delete_batch } else { libbpf_sys::bpf_map_lookup_batch };
+      call(
+        fd,
+        if first { std::ptr::null_mut() } else { cursor.as_mut_ptr().cast() },
+        next.as_mut_ptr().cast(),
+        keys.as_mut_ptr().add(at_keys).cast(),
+        values.as_mut_ptr().add(at_values).cast(),
+        &mut count,
+        &opts,
+      )
+    };
+    let errno = if ret < 0 { -ret } else { 0 };
+    let got = if errno == 0 || errno == libc::ENOENT { count as usize } else { 0 };
+    keys.truncate(at_keys + got * key_size);
+    values.truncate(at_values + got * value_size);
+    match errno {
+      0 => {
+        std::mem::swap(&mut cursor, &mut next);
+        first = false;
+      }
+      libc::ENOENT => return Ok((keys, values)),
+      libc::ENOSPC if batch < 1 << 20 => batch *= 2,
+      libc::EINTR => {}
+      _ => return Err(std::io::Error::from_raw_os_error(errno)),
+    }
+  }
+}
+
 type Opener = fn(OpenRequest<'_>) -> BpfResult<(NativeBuffer, std::sync::Arc<crate::poller::Sink>)>;
 
 impl NativeMap {
   fn open_buffer(
     &self,
     want: MapType,
-    method: &str,
+    method: &'static str,
     c_name: &str,
     dispatch: Function<'_, DispatchArgs, ()>,
     options: Option<BufferOptions>,
@@ -390,7 +436,7 @@ impl NativeMap {
       return err(Code::InvalidArg, format!("{method}() needs a {c_name} map; map '{}' is a {} map", self.name(), self.info.r#type));
     }
     let map = self.with_map(|map| MapHandle::try_from(map).map_err(|e| self.map_error("duplicating its fd", e)))?;
-    let (native, sink) = opener(OpenRequest { map, dispatch, options: options.unwrap_or_default() })?;
+    let (native, sink) = opener(OpenRequest { method, map, dispatch, options: options.unwrap_or_default() })?;
     borrow(&self.state)?.add_buffer(sink);
     Ok(native)
   }
@@ -430,11 +476,12 @@ impl NativeMap {
   /// no syscall once mapped (the first call maps it). Values are
   /// `valueSize` rounded up to 8 bytes apart. Counters the kernel is
   /// bumping meanwhile are read as they are at that instant, each 8-byte
-  /// word whole.
+  /// word whole. `offset`: an integer from 0 (checked, not wrapped).
   #[napi]
-  pub fn read_mapped(&self, target: Buffer, offset: u32) -> Result<()> {
+  pub fn read_mapped(&self, target: Buffer, offset: f64) -> Result<()> {
     guard(|| {
       let mut target = target;
+      let offset = crate::options::integer(&format!("map '{}' readMapped", self.name()), "offset", offset, crate::options::OFFSET)?;
       let mut state = borrow(&self.state)?;
       state.ensure_loaded()?;
       if !state.mapped.contains_key(self.name()) {
@@ -452,10 +499,12 @@ impl NativeMap {
         state.mapped.insert(self.name().to_string(), mapped);
       }
       let mapped = &state.mapped[self.name()];
-      let (offset, n) = (offset as usize, target.len());
-      if offset.checked_add(n).is_none_or(|end| end > mapped.len) {
-        return err(Code::InvalidValue, format!("map '{}': bytes {offset}..{} are outside its {} bytes", self.name(), offset + n, mapped.len));
-      }
+      let n = target.len();
+      let end = usize::try_from(offset).ok().and_then(|o| o.checked_add(n)).filter(|end| *end <= mapped.len);
+      let Some(end) = end else {
+        return err(Code::InvalidValue, format!("map '{}': bytes {offset}..{} are outside its {} bytes", self.name(), offset + n as u64, mapped.len));
+      };
+      let offset = end - n;
       // SAFETY: the range is inside the mapping (checked); the kernel may
       // write to it meanwhile, which makes the bytes racy, not invalid.
       unsafe { std::ptr::copy_nonoverlapping((mapped.ptr as *const u8).add(offset), target.as_mut_ptr(), n) };

