@@ -221,6 +221,13 @@ export declare class ObjectHandle {
    * layout.
    */
   get globals(): Array<GlobalInfo>
+  /**
+   * Runs a `SEC("iter/<target>")` program (task, task_file, tcp, udp,
+   * bpf_map, ...: the targets that need no map or cgroup) once over what it
+   * iterates and returns what it wrote. The program runs in this thread's
+   * context (`bpf_get_current_task()` is the caller). Linux 5.8+.
+   */
+  readIterator(prog: BpfProgram | string, options?: IteratorOptions | undefined | null): Buffer
   /** A map by name (loads the object if it is not loaded yet). */
   map(name: string): NativeMap
   /**
@@ -481,6 +488,15 @@ export interface GlobalInfo {
   type: string
   /** How the codec reads it. */
   layout: TypeLayout
+}
+
+/** Options of `readIterator`. */
+export interface IteratorOptions {
+  /**
+   * At most this many bytes (default 64 MiB): an iterator that writes
+   * more is an ERR_BPF_INVALID_VALUE error, not an endless read.
+   */
+  maxBytes?: number
 }
 
 /** A thread node-libbpf runs in this process. */

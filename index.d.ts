@@ -8,6 +8,7 @@ import type {
   BpfLink,
   BpfProgram,
   GlobalInfo,
+  IteratorOptions,
   LoadOptions,
   MapInfo,
   PerfEventOptions,
@@ -25,6 +26,7 @@ export {
   FlameGraphOptions,
   Frame,
   GlobalInfo,
+  IteratorOptions,
   LibraryThread,
   LoadOptions,
   MapInfo,
@@ -299,6 +301,12 @@ export declare class BpfObject<P extends string = string> {
   attachPerfEvent(prog: BpfProgram | P, options?: PerfEventOptions | null): BpfLink
   /** Attaches a program by its `SEC()` name, as libbpf's auto-attach does. */
   attach(prog: BpfProgram | P): BpfLink
+  /**
+   * Runs a `SEC("iter/<target>")` program (task, task_file, tcp, udp, ...)
+   * once and returns what it wrote (`bpf_seq_write`, `BPF_SEQ_PRINTF`); it
+   * runs in this thread's context. Linux 5.8+.
+   */
+  readIterator(prog: BpfProgram | P, options?: IteratorOptions | null): Buffer
   /** Detaches every link this object made; programs and maps stay loaded. */
   detachAll(): void
   /**
@@ -478,9 +486,24 @@ export declare function monitor(options?: MonitorOptions): Monitor
 
 /**
  * Sets the `node_libbpf_tids` global (bpf/node_libbpf.bpf.h) of an object
- * not loaded yet to node-libbpf's own threads; returns their tids.
+ * not loaded yet to node-libbpf's own threads; returns their tids as the
+ * kernel knows them (in a pid namespace, not those of `libraryThreads()`).
  */
 export declare function excludeLibraryThreads(obj: BpfObject): number[]
+
+/**
+ * The pid BPF programs see (`bpf_get_current_pid_tgid() >> 32`, the initial
+ * pid namespace's) of process `pid` as this process sees it: the same on the
+ * host; in a container, `kernelPid(process.pid)` is what a program's
+ * `target_pid` compares. ENOENT if no such process is visible here.
+ */
+export declare function kernelPid(pid: number): number
+
+/**
+ * The kernel's ids of process `pid` (see `kernelPid`): `tgid`, and `tids`
+ * mapping each of its threads' ids here to the kernel's.
+ */
+export declare function kernelIds(pid: number): { tgid: number; tids: Map<number, number> }
 
 /**
  * The path of a BPF object the package ships, compiled for `arch` (`x86`

@@ -16,6 +16,7 @@ const { BpfMap } = require('./lib/map');
 const { EventBuffer } = require('./lib/buffer');
 const { objectPath, objectNames } = require('./lib/objects');
 const { monitor, Monitor, excludeLibraryThreads } = require('./lib/monitor');
+const { kernelIds, kernelPid } = require('./lib/pidns');
 
 module.exports = {
   loadBpfProgram,
@@ -31,6 +32,8 @@ module.exports = {
   Monitor,
   libraryThreads,
   excludeLibraryThreads,
+  kernelPid,
+  kernelIds,
   Symbolizer,
   elfSymbols,
   dwarfMemberOffset,

@@ -32,7 +32,7 @@ async function main() {
       [binary, func] = [where.binary, where.fileOffset];
     }
     obj = bpf.loadBpfProgram(objectPath('bashreadline'));
-    if (target.pid !== undefined) obj.setGlobalVariable('target_pid', target.pid);
+    if (target.pid !== undefined) obj.setGlobalVariable('target_pid', target.kernelPid);
     configureCgroup(obj, opts);
     // with a pid, only that process gets the probe
     obj.attachUretprobe(binary, func, obj.programs.handle_readline_return, target.pid === undefined ? {} : { pid: target.pid });

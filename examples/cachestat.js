@@ -107,7 +107,7 @@ async function main() {
   let obj;
   try {
     obj = bpf.loadBpfProgram(objectPath('cachestat'));
-    obj.setGlobalVariable('target_pid', target.pid ?? 0);
+    obj.setGlobalVariable('target_pid', target.kernelPid ?? 0);
     configureCgroup(obj, opts);
     const { kind, chosen } = choosePrograms(obj, { kprobes: opts.kprobes });
     obj.load();

@@ -110,7 +110,7 @@ async function main() {
     list = probes.expand(opts.positionals, { pid: target.pid });
     if (list.length > (opts.maxProbes ?? MAX_PROBES)) throw tooManyProbes(opts.positionals, list, opts.maxProbes ?? MAX_PROBES, target.pid);
     obj = bpf.loadBpfProgram(objectPath('funccount'));
-    obj.setGlobalVariable('target_pid', target.pid ?? 0);
+    obj.setGlobalVariable('target_pid', target.kernelPid ?? 0);
     obj.setGlobalVariable('per_process', Boolean(opts.perProcess));
     configureCgroup(obj, opts);
     attached = probes.attach(obj, list, {

@@ -49,7 +49,7 @@ async function main() {
     console.error(`${escapeText(where.module)}: ${CASGSTATUS}, runtime.g.goid at offset ${offset}${opts.goidOffset === undefined ? ' (DWARF)' : ''}`);
 
     obj = bpf.loadBpfProgram(objectPath('goroutines'));
-    obj.setGlobalVariable('target_pid', target.pid);
+    obj.setGlobalVariable('target_pid', target.kernelPid);
     obj.setGlobalVariable('goid_offset', offset);
     obj.attachUprobe(where.binary, where.fileOffset, obj.programs.handle_casgstatus, { pid: target.pid });
     if (!opts.json) console.log(`${'TIME'.padEnd(12)} ${'PID'.padStart(7)} ${'TID'.padStart(7)} ${'GOID'.padStart(7)}  TRANSITION`);

@@ -103,7 +103,7 @@ async function main() {
 
   try {
     obj = bpf.loadBpfProgram(objectPath('node_syscalls'));
-    latency.configure(obj, target.pid);
+    latency.configure(obj, target.kernelPid);
     configureCgroup(obj, opts);
     for (const name of ['open', 'openat', 'openat2', 'connect']) obj.setGlobalVariable(`nr_${name}`, syscallNumber(name) ?? -1);
     obj.attachRawTracepoint('sys_enter', 'handle_sys_enter');

@@ -65,7 +65,7 @@ async function main() {
   try {
     const list = probes.expand(specs, { pid: target.pid });
     obj = bpf.loadBpfProgram(objectPath('stackcount'));
-    obj.setGlobalVariable('target_pid', target.pid ?? 0);
+    obj.setGlobalVariable('target_pid', target.kernelPid ?? 0);
     obj.setGlobalVariable('kernel_stacks', !opts.userOnly);
     obj.setGlobalVariable('user_stacks', !opts.kernelOnly);
     configureCgroup(obj, opts);

@@ -64,7 +64,7 @@ async function main() {
   let obj;
   try {
     obj = bpf.loadBpfProgram(objectPath('syscall_hist'));
-    latency.configure(obj, target.pid);
+    latency.configure(obj, target.kernelPid);
     configureCgroup(obj, opts);
     obj.load();
     latency.start();

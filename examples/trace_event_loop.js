@@ -110,7 +110,7 @@ async function main() {
     }
 
     obj = bpf.loadBpfProgram(objectPath('event_loop'));
-    obj.setGlobalVariable('target_pid', target.pid);
+    obj.setGlobalVariable('target_pid', target.kernelPid);
     // Node's platform runs a libuv loop of its own on its delayed-task
     // scheduler thread (Node 26 iterates it): not the application's loop
     obj.setGlobalVariable('skip_tids', [...threadsNamed(target.pid, /^DelayedTaskSche/), 0, 0, 0, 0].slice(0, 4));

@@ -32,6 +32,7 @@ const validate = require('./validate');
 const { findFunctions, socketInodes } = require('./procfs');
 const { PHASES, choosePhasePrograms, attachPhases } = require('./event_loop');
 const { chooseThreadStorage } = require('./compat');
+const { kernelIds } = require('./pidns');
 
 const PARTS = ['syscalls', 'eventLoop', 'offCpu', 'files', 'connects', 'tcpRetransmits'];
 /**
@@ -140,10 +141,15 @@ function checkOptions(options) {
 
 /**
  * Sets `node_libbpf_tids` (bpf/node_libbpf.bpf.h) of an object not loaded
- * yet to node-libbpf's own threads, so that its programs can leave them out.
+ * yet to node-libbpf's own threads, so that its programs can leave them out:
+ * their kernel tids (those bpf_get_current_pid_tgid() has), also in a pid
+ * namespace. `ids`: this process's `kernelIds()`, if already read.
  */
-function excludeLibraryThreads(obj) {
-  const tids = native.libraryThreads().map((t) => t.tid);
+function excludeLibraryThreads(obj, ids) {
+  const threads = native.libraryThreads(); // (starts them if they were not running: before reading their ids)
+  let kernelTids = ids?.tids;
+  if (!kernelTids || threads.some((t) => !kernelTids.has(t.tid))) kernelTids = kernelIds(process.pid).tids;
+  const tids = threads.map((t) => kernelTids.get(t.tid) ?? 0);
   obj.setGlobalVariable('node_libbpf_tids', [...tids, ...new Array(8 - tids.length).fill(0)].slice(0, 8));
   return tids;
 }
@@ -185,8 +191,11 @@ class Monitor {
     const nr = (name) => syscallNumber(name) ?? -1;
     const obj = loadBpfProgram(objectPath('monitor'));
     try {
-      obj.setGlobalVariable('target_pid', process.pid);
-      excludeLibraryThreads(obj);
+      // the kernel's ids of this process (in a container, not process.pid)
+      native.libraryThreads(); // (started before their ids are read)
+      const ids = kernelIds(process.pid);
+      obj.setGlobalVariable('target_pid', ids.tgid);
+      excludeLibraryThreads(obj, ids);
       if (this.#parts.has('files')) for (const n of ['open', 'openat', 'openat2']) obj.setGlobalVariable(`nr_${n}`, nr(n));
       if (this.#parts.has('connects')) obj.setGlobalVariable('nr_connect', nr('connect'));
       for (const n of ['epoll_wait', 'epoll_pwait', 'epoll_pwait2', 'uretprobe']) obj.setGlobalVariable(`nr_${n}`, nr(n));

@@ -201,6 +201,14 @@ class BpfObject {
     return this.#link(this.#handle.attach(prog));
   }
 
+  /**
+   * Runs a `SEC("iter/<target>")` program once and returns what it wrote
+   * (a Buffer); it runs in this thread's context. Linux 5.8+.
+   */
+  readIterator(prog, options) {
+    return this.#handle.readIterator(prog, options);
+  }
+
   /** Detaches every link this object made; programs and maps stay loaded. */
   detachAll() {
     this.#handle.detachAll();

@@ -72,7 +72,7 @@ class SyscallLatency {
     this.cgroups = perContainer ? new CgroupNames() : undefined;
   }
 
-  /** Sets the object's globals (before it is loaded). */
+  /** Sets the object's globals (before it is loaded); `pid`: the kernel's (a target's `kernelPid`), or undefined for all. */
   configure(obj, pid) {
     chooseThreadStorage(obj);
     obj.setGlobalVariable('target_pid', pid ?? 0);

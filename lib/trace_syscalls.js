@@ -33,7 +33,7 @@ async function traceSyscalls({ description, object, workload, nodeArgs = [], sys
   try {
     obj = bpf.loadBpfProgram(object);
     chooseThreadStorage(obj);
-    obj.setGlobalVariable('target_pid', target.pid ?? 0);
+    obj.setGlobalVariable('target_pid', target.kernelPid ?? 0);
     configureCgroup(obj, opts);
     for (const name of syscalls) {
       obj.attachTracepoint('syscalls', `sys_enter_${name}`, obj.programs[`handle_enter_${name}`]);

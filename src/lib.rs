@@ -10,6 +10,7 @@ mod buffer;
 mod diagnose;
 mod error;
 mod globals;
+mod iter;
 mod kernel;
 mod libbpf_log;
 mod map;
