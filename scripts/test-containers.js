@@ -9,10 +9,13 @@
 // for the capabilities granted).
 //
 // The root filesystem is a Debian 12 tree (scripts/rootfs.js, debootstrap,
-// cached: the work tree's addon needs the host's glibc) with the host's node; the package is this work tree as built
-// (npm run build), bind-mounted read-only at /opt/node-libbpf, its
-// node_modules at /opt/node_modules: what runs is the built work tree, not
-// the tarballs (npm run test:package installs those).
+// cached; Debian 12 because the work tree's addon needs the host's glibc)
+// with the host's node; the package is this work tree as built (npm run
+// build), bind-mounted read-only at /opt/node-libbpf, its node_modules at
+// /opt/node_modules: what runs is the built work tree, not the tarballs
+// (npm run test:package installs those). crun refuses a hybrid cgroup
+// layout: each `crun run` is in a private mount namespace without the v2
+// mount, and a container's cgroup v2 is set from the host after it starts.
 //
 //   1. the self-monitoring service (examples/self_monitor_service.js
 //      --syscalls --event-loop) with --cap-add BPF --cap-add PERFMON: K
@@ -30,12 +33,15 @@
 //      in the v2 hierarchy), K1 and K2 getppid calls: syscalls --cgroup
 //      counts each exactly its own, funccount --per-container gives both;
 //   5. bad input: a traced pid that exits, a container stopped while
-//      traced, a cgroup path that does not exist: a coded error or a clean
-//      stop, and no program or link left in the kernel.
+//      traced by its pid, and by its cgroup (then removed), a cgroup path
+//      that does not exist: a coded or usage error, or a clean stop with
+//      the counts; and no program or link the run's processes held is left
+//      in the kernel (their ids from /proc/PID/fdinfo, bpftool after).
 //
 // The last line is `N passed, N failed`; the exit status is non-zero if a
 // check failed. Cache (root's, mode 0700): $CONTAINERS_CACHE (default
-// /var/cache/node-libbpf/containers): bullseye/ (the debootstrap tree),
+// /var/cache/node-libbpf/containers): bookworm/ (the debootstrap tree; SUITE
+// picks another),
 // node-VERSION/ (the host's node), run/ (this run's bundles, removed at the
 // end; KEEP=1 keeps them). Knobs: K, VERBOSE=1.
 const fs = require('node:fs');
