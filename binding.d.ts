@@ -504,8 +504,9 @@ export interface LibraryThread {
   /** `node-libbpf-poller`, `node-libbpf-release` (the thread's comm). */
   name: string
   /**
-   * The kernel's thread id (`gettid()`, what BPF's
-   * `bpf_get_current_pid_tgid()` has in its low 32 bits).
+   * The thread id (`gettid()`) in this process's pid namespace: on the
+   * host what BPF's `bpf_get_current_pid_tgid()` has in its low 32 bits;
+   * in a container `bpf.kernelIds(process.pid).tids.get(tid)` is that.
    */
   tid: number
 }
