@@ -8,8 +8,9 @@
 // linux.seccomp as podman does: each rule's includes/excludes.caps resolved
 // for the capabilities granted).
 //
-// The root filesystem is a Debian 12 tree (scripts/rootfs.js, debootstrap,
-// cached; Debian 12 because the work tree's addon needs the host's glibc)
+// The root filesystem is a Debian tree of the host's release (Debian 12
+// here; scripts/rootfs.js, debootstrap, cached: the work tree's addon needs
+// the host's glibc)
 // with the host's node; the package is this work tree as built (npm run
 // build), bind-mounted read-only at /opt/node-libbpf, its node_modules at
 // /opt/node_modules: what runs is the built work tree, not the tarballs
@@ -55,9 +56,10 @@ const { ensureDebianRoot, aptInstall } = require('./rootfs');
 const ROOT = path.resolve(__dirname, '..');
 const CLI = path.join(ROOT, 'lib', 'cli.js');
 const CACHE = process.env.CONTAINERS_CACHE || '/var/cache/node-libbpf/containers';
-// Debian 12: the work tree's addon is built against the host's glibc (2.36 here); the
-// release build (glibc 2.17) runs on Debian 11 too (npm run test:package)
-const SUITE = process.env.SUITE || 'bookworm';
+// the host's Debian release (bookworm elsewhere): the work tree's addon is
+// built against the host's glibc (the release build, glibc 2.17, runs on
+// Debian 11 too: npm run test:package)
+const SUITE = process.env.SUITE || hostDebianSuite() || 'bookworm';
 const BASE = path.join(CACHE, SUITE);
 const RUN = path.join(CACHE, 'run');
 const NODE_LAYER = path.join(CACHE, `node-${process.version}`);
@@ -67,6 +69,16 @@ const CGROUP_PARENT = CGROUP2 && path.join(CGROUP2, `node-libbpf-test-${process.
 const K = Number(process.env.K || 50);
 const VERBOSE = !!process.env.VERBOSE;
 const PKG = '/opt/node-libbpf';
+
+/** VERSION_CODENAME of the host's /etc/os-release when it is Debian. */
+function hostDebianSuite() {
+  try {
+    const text = fs.readFileSync('/etc/os-release', 'utf8');
+    return /^ID=debian$/m.test(text) ? /^VERSION_CODENAME=(\w+)$/m.exec(text)?.[1] : undefined;
+  } catch {
+    return undefined;
+  }
+}
 
 const log = (msg) => process.stderr.write(`test:containers: ${msg}\n`);
 const secs = (ms) => `${(ms / 1000).toFixed(1)} s`;
