@@ -521,7 +521,12 @@ impl ObjectHandle {
               Some(libc::EACCES) | Some(libc::EPERM) => Code::Permission,
               _ => Code::Attach,
             };
-            BpfError::new(code, format!("perf_event_open({event}, pid {pid}, cpu {cpu}): {e}"))
+            let mut message = format!("perf_event_open({event}, pid {pid}, cpu {cpu}): {e}");
+            if code == Code::Permission {
+              let fix = crate::diagnose::permission_denied();
+              message.push_str(&format!(" ({})", fix.as_deref().unwrap_or(crate::diagnose::CAPS_FIX)));
+            }
+            BpfError::new(code, message)
           })?;
           // libbpf's link owns the perf event fd from here
           let link = p.attach_perf_event(fd).map_err(|e| {

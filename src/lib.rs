@@ -7,6 +7,7 @@
 mod attach;
 mod btf;
 mod buffer;
+mod diagnose;
 mod error;
 mod globals;
 mod iter;
