@@ -20,7 +20,8 @@ use napi_derive::napi;
 use crate::{
   error::{err, guard, BpfResult, Code, Result},
   options,
-  poller::{poller, Collector, Filled, Pass, Sink, Source},
+  poller::{poller, Source},
+  queue::{Collector, Filled, Pass, Sink},
   ring::Ring,
   tsfn::DispatchArgs,
 };

@@ -18,6 +18,7 @@ mod options;
 mod perf_event;
 mod poller;
 mod program;
+mod queue;
 mod release;
 mod ring;
 mod symbols;

@@ -420,7 +420,7 @@ fn read_batches(map: &libbpf_rs::Map<'_>, remove: bool) -> std::io::Result<(Vec<
   }
 }
 
-type Opener = fn(OpenRequest<'_>) -> BpfResult<(NativeBuffer, std::sync::Arc<crate::poller::Sink>)>;
+type Opener = fn(OpenRequest<'_>) -> BpfResult<(NativeBuffer, std::sync::Arc<crate::queue::Sink>)>;
 
 impl NativeMap {
   fn open_buffer(

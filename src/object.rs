@@ -19,7 +19,7 @@ use crate::{
   btf::{self, GlobalVar},
   error::{err, guard, BpfError, BpfResult, Code, Result},
   libbpf_log,
-  poller::Sink,
+  queue::Sink,
   program::BpfProgram,
   release::{self, Garbage},
 };
