@@ -6,7 +6,7 @@
 use std::{
   os::fd::{AsFd, AsRawFd},
   os::raw::{c_int, c_void},
-  sync::{atomic::Ordering, Arc},
+  sync::Arc,
   time::Duration,
 };
 
@@ -20,10 +20,10 @@ use napi_derive::napi;
 use crate::{
   error::{err, guard, BpfResult, Code, Result},
   options,
-  poller::{poller, Source},
-  queue::{Collector, Filled, Pass, Sink},
+  poller::{poller, Pass, Poller, Source},
+  queue::{Collected, Collector, Consumer, Filled, Sink},
   ring::Ring,
-  tsfn::DispatchArgs,
+  tsfn::{DispatchArgs, Doorbell},
 };
 
 /// Default time between passes over buffers that did not wake us.
@@ -62,6 +62,7 @@ pub struct BufferOptions {
 #[napi]
 pub struct NativeBuffer {
   sink: Arc<Sink>,
+  doorbell: Arc<Doorbell>,
 }
 
 #[napi]
@@ -75,7 +76,7 @@ impl NativeBuffer {
   /// Whether an open buffer keeps the process alive.
   #[napi(js_name = "setRef")]
   pub fn set_ref(&self, env: Env, keep_alive: bool) -> Result<()> {
-    guard(|| Ok(self.sink.doorbell.set_ref(&env, keep_alive)?))
+    guard(|| Ok(self.doorbell.set_ref(&env, keep_alive)?))
   }
 
   /// The dispatcher yields to the event loop with records left: no more
@@ -83,16 +84,13 @@ impl NativeBuffer {
   /// poller's queue, then are dropped and counted).
   #[napi]
   pub fn pause(&self) {
-    self.sink.paused.store(true, std::sync::atomic::Ordering::Release);
+    self.sink.pause();
   }
 
   /// The dispatcher has caught up: hand it what is queued.
   #[napi]
   pub fn resume(&self) {
-    self.sink.paused.store(false, std::sync::atomic::Ordering::Release);
-    if self.sink.has_records() {
-      self.sink.ring();
-    }
+    self.sink.resume();
   }
 
   /// Copies the records waiting for JavaScript into the dispatcher's own
@@ -118,14 +116,14 @@ impl NativeBuffer {
   /// buffers) by the kernel because the buffer was full.
   #[napi(getter)]
   pub fn lost(&self) -> f64 {
-    self.sink.lost.load(Ordering::Relaxed) as f64
+    self.sink.lost() as f64
   }
 
   /// The part of `lost` that the library dropped because JavaScript fell
   /// behind (its queue full); the rest the kernel could not write.
   #[napi(getter)]
   pub fn dropped(&self) -> f64 {
-    self.sink.dropped.load(Ordering::Relaxed) as f64
+    self.sink.dropped() as f64
   }
 }
 
@@ -175,12 +173,26 @@ fn open(
   let interval = options::integer_or(req.method, "pollInterval", req.options.poll_interval, DEFAULT_POLL_INTERVAL_MS, options::POLL_INTERVAL)?;
   let interval = Duration::from_millis(interval);
   let poller = poller()?;
-  let sink = Arc::new(Sink::new(queue, cpus));
+  let doorbell = Arc::new(Doorbell::default());
+  let sink = Arc::new(Sink::new(queue, cpus, doorbell.clone(), Some(poller)));
   let source = make_source(req.map, Collector::new(sink.clone(), per_cpu))?;
   let drain_sink = sink.clone();
-  sink.doorbell.bind(&req.dispatch, move |_ctx| Ok(drain(&drain_sink)))?;
-  poller.add(sink.id, source, interval);
-  Ok((NativeBuffer { sink: sink.clone() }, sink))
+  doorbell.bind(&req.dispatch, move |_ctx| Ok(drain(&drain_sink)))?;
+  poller.add(sink.id(), source, interval);
+  Ok((NativeBuffer { sink: sink.clone(), doorbell }, sink))
+}
+
+/// The poller frees a closed sink's consumer.
+impl Consumer for Poller {
+  fn remove(&self, id: u32, freed: crossbeam_channel::Sender<()>) {
+    Poller::remove(self, id, freed);
+  }
+}
+
+impl From<Collected> for Pass {
+  fn from(c: Collected) -> Self {
+    Pass { found: c.found, bytes: c.bytes }
+  }
 }
 
 /// On the JS thread, when the doorbell rings: the losses to report. The
@@ -339,7 +351,7 @@ impl Source for PerfSource {
   fn consume(&mut self) -> Pass {
     // SAFETY: a live perf buffer; its callback context is our collector.
     unsafe { libbpf_sys::perf_buffer__consume(self.pb) };
-    self.collector.end_pass(true)
+    self.collector.end_pass(true).into()
   }
   fn capacity(&self) -> usize {
     self.capacity

@@ -30,10 +30,15 @@ use std::{
 
 use crossbeam_channel::{Receiver, Sender};
 
-use crate::{
-  error::{BpfError, BpfResult, Code},
-  queue::Pass,
-};
+use crate::error::{BpfError, BpfResult, Code};
+
+/// What one pass over a source found.
+pub(crate) struct Pass {
+  /// Records were there (copied out, or left for JavaScript to read).
+  pub found: bool,
+  /// Bytes the kernel wrote since the last pass, for the fill rate.
+  pub bytes: usize,
+}
 
 /// A libbpf consumer the poller drives.
 pub(crate) trait Source: Send {
@@ -45,7 +50,7 @@ pub(crate) trait Source: Send {
   fn capacity(&self) -> usize;
 }
 
-pub(crate) enum Command {
+enum Command {
   Add(u32, Box<dyn Source>, Duration),
   /// Frees a source, then says so.
   Remove(u32, Sender<()>),
@@ -57,7 +62,7 @@ pub(crate) struct Poller {
   wake: Arc<OwnedFd>,
 }
 
-pub(crate) static POLLER: std::sync::OnceLock<Poller> = std::sync::OnceLock::new();
+static POLLER: std::sync::OnceLock<Poller> = std::sync::OnceLock::new();
 static START: Mutex<()> = Mutex::new(());
 
 /// The process's poller, started on first use.
@@ -99,7 +104,7 @@ impl Poller {
     Ok(Poller { commands, wake })
   }
 
-  pub(crate) fn send(&self, command: Command) {
+  fn send(&self, command: Command) {
     let _ = self.commands.send(command);
     let one = 1u64.to_ne_bytes();
     // SAFETY: writing 8 bytes to our eventfd.
@@ -109,6 +114,12 @@ impl Poller {
   /// Starts polling `source` for the sink `id`.
   pub fn add(&self, id: u32, source: Box<dyn Source>, interval: Duration) {
     self.send(Command::Add(id, source, interval));
+  }
+
+  /// Stops polling the source of sink `id` and frees it, then says so on
+  /// `freed`.
+  pub fn remove(&self, id: u32, freed: Sender<()>) {
+    self.send(Command::Remove(id, freed));
   }
 }
 

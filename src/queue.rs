@@ -30,11 +30,23 @@ use std::sync::{
 
 use crossbeam_channel::{Receiver, Sender, TrySendError};
 
-use crate::{
-  poller::{Command, POLLER},
-  ring::Ring,
-  tsfn::Doorbell,
-};
+use crate::ring::Ring;
+
+/// How a sink tells JavaScript that records wait: the N-API doorbell
+/// (src/tsfn.rs) in the addon, a counter in the unit tests.
+pub(crate) trait Notify: Send + Sync {
+  /// Queues one drain call on the JS thread (never blocks; ignored once
+  /// released).
+  fn notify(&self);
+  /// No more calls: JavaScript may let go (the event loop may exit).
+  fn release(&self);
+}
+
+/// Whoever consumes the kernel buffer into a sink (the poller thread): told
+/// when the sink closes, it frees the consumer, then says so on `freed`.
+pub(crate) trait Consumer: Sync {
+  fn remove(&self, id: u32, freed: Sender<()>);
+}
 
 /// Records of one consume pass, flattened.
 #[derive(Default)]
@@ -78,25 +90,28 @@ pub(crate) const QUEUE_BYTES: usize = 16 << 20;
 /// What the poller thread and the JavaScript side of one buffer share.
 pub(crate) struct Sink {
   /// The buffer's id in the poller.
-  pub id: u32,
-  pub queue_tx: Sender<Batch>,
-  pub queue_rx: Receiver<Batch>,
+  id: u32,
+  queue_tx: Sender<Batch>,
+  queue_rx: Receiver<Batch>,
   /// Record bytes in the queue (bounded by QUEUE_BYTES).
-  pub queued_bytes: AtomicUsize,
+  queued_bytes: AtomicUsize,
   /// A doorbell call is queued and has not started draining yet.
-  pub scheduled: AtomicBool,
+  scheduled: AtomicBool,
   /// JavaScript has records left from the last batch (its dispatcher
   /// yielded to the event loop): no doorbell until it resumes.
-  pub paused: AtomicBool,
+  paused: AtomicBool,
   closed: AtomicBool,
   /// Records lost: dropped here (queue full) or by the kernel (perf).
-  pub lost: AtomicU64,
+  lost: AtomicU64,
   /// The part of `lost` dropped here, because JavaScript fell behind.
-  pub dropped: AtomicU64,
+  dropped: AtomicU64,
   /// Losses not yet reported to the `lost` callback, per CPU (index 0 for
   /// ring buffers).
-  pub unreported_lost: Mutex<Vec<u64>>,
-  pub doorbell: Doorbell,
+  unreported_lost: Mutex<Vec<u64>>,
+  /// Tells JavaScript that records wait (the doorbell).
+  notify: Arc<dyn Notify>,
+  /// Frees the consumer at close (None: nobody consumes, as in the unit tests).
+  consumer: Option<&'static dyn Consumer>,
   /// Set by `close()`: hears when the poller has freed the consumer.
   freed: Mutex<Option<Receiver<()>>>,
   /// Emptied batches, for the poller to fill again.
@@ -115,7 +130,7 @@ pub(crate) struct Sink {
 }
 
 impl Sink {
-  pub fn new(queue_batches: usize, cpus: usize) -> Self {
+  pub fn new(queue_batches: usize, cpus: usize, notify: Arc<dyn Notify>, consumer: Option<&'static dyn Consumer>) -> Self {
     static NEXT_ID: AtomicU32 = AtomicU32::new(1);
     let (queue_tx, queue_rx) = crossbeam_channel::bounded(queue_batches);
     Sink {
@@ -129,12 +144,42 @@ impl Sink {
       lost: AtomicU64::new(0),
       dropped: AtomicU64::new(0),
       unreported_lost: Mutex::new(vec![0; cpus.max(1)]),
-      doorbell: Doorbell::default(),
+      notify,
+      consumer,
       freed: Mutex::new(None),
       spare: Mutex::new(Vec::new()),
       carry: Mutex::new(None),
       direct: Mutex::new(None),
       read_until: AtomicU64::new(0),
+    }
+  }
+
+  /// The buffer's id in the poller.
+  pub fn id(&self) -> u32 {
+    self.id
+  }
+
+  /// Records lost so far: dropped here (queue full) or by the kernel (perf).
+  pub fn lost(&self) -> u64 {
+    self.lost.load(Ordering::Relaxed)
+  }
+
+  /// The part of `lost` dropped here, because JavaScript fell behind.
+  pub fn dropped(&self) -> u64 {
+    self.dropped.load(Ordering::Relaxed)
+  }
+
+  /// The dispatcher yielded to the event loop with records left: no
+  /// doorbell until `resume()`.
+  pub fn pause(&self) {
+    self.paused.store(true, Ordering::Release);
+  }
+
+  /// The dispatcher has caught up: rings if records wait.
+  pub fn resume(&self) {
+    self.paused.store(false, Ordering::Release);
+    if self.has_records() {
+      self.ring();
     }
   }
 
@@ -170,7 +215,7 @@ impl Sink {
     if self.closed.swap(true, Ordering::AcqRel) {
       return;
     }
-    self.doorbell.release();
+    self.notify.release();
     // what waited for JavaScript is dropped now, not when the last handle
     // of the buffer is garbage-collected
     while let Ok(batch) = self.queue_rx.try_recv() {
@@ -179,10 +224,10 @@ impl Sink {
     lock(&self.carry).take();
     lock(&self.spare).clear();
     lock(&self.direct).take();
-    if let Some(poller) = POLLER.get() {
+    if let Some(consumer) = self.consumer {
       let (freed, done) = crossbeam_channel::bounded(1);
       *self.freed.lock().unwrap_or_else(|e| e.into_inner()) = Some(done);
-      poller.send(Command::Remove(self.id, freed));
+      consumer.remove(self.id, freed);
     }
   }
 
@@ -301,7 +346,7 @@ impl Sink {
   /// dispatcher is paused.
   pub fn ring(&self) {
     if !self.paused.load(Ordering::Acquire) && !self.scheduled.swap(true, Ordering::AcqRel) {
-      self.doorbell.notify();
+      self.notify.notify();
     }
   }
 
@@ -340,11 +385,11 @@ pub(crate) struct Collector {
   bytes_this_pass: usize,
 }
 
-/// What one pass over a source found.
-pub(crate) struct Pass {
-  /// Records were there (copied out, or left for JavaScript to read).
+/// What one pass of the poller collected.
+pub(crate) struct Collected {
+  /// Records were there.
   pub found: bool,
-  /// Bytes the kernel wrote since the last pass, for the fill rate.
+  /// Buffer bytes consumed (records and their headers), for the fill rate.
   pub bytes: usize,
 }
 
@@ -414,7 +459,7 @@ impl Collector {
   /// memory to spare (a perf buffer under qemu: 15% of 100,000 records).
   /// Not for a ring buffer's records, which must be queued before
   /// JavaScript reads the ring again.
-  pub fn end_pass(&mut self, hold: bool) -> Pass {
+  pub fn end_pass(&mut self, hold: bool) -> Collected {
     if hold && !self.sink.queue_rx.is_empty() {
       self.sink.ring();
     } else {
@@ -425,7 +470,7 @@ impl Collector {
     {
       self.sink.ring();
     }
-    Pass { found: std::mem::take(&mut self.records_this_pass) > 0, bytes: std::mem::take(&mut self.bytes_this_pass) }
+    Collected { found: std::mem::take(&mut self.records_this_pass) > 0, bytes: std::mem::take(&mut self.bytes_this_pass) }
   }
 
   /// The sink it collects for.
@@ -438,20 +483,27 @@ impl Collector {
 mod tests {
   use super::*;
 
-  /// The unit tests link an executable without Node.js. A Sink's doorbell
-  /// is never rung or released here, but its drop code (reachable from an
-  /// unwind in `Sink::new`) names this N-API function.
-  #[no_mangle]
-  extern "C" fn napi_release_threadsafe_function(_: *mut std::ffi::c_void, _: i32) -> i32 {
-    unreachable!("N-API called in a unit test")
+  /// A doorbell that counts its rings and releases.
+  #[derive(Default)]
+  struct Bell {
+    rung: AtomicUsize,
+    released: AtomicUsize,
+  }
+
+  impl Notify for Bell {
+    fn notify(&self) {
+      self.rung.fetch_add(1, Ordering::Relaxed);
+    }
+    fn release(&self) {
+      self.released.fetch_add(1, Ordering::Relaxed);
+    }
   }
 
   /// A sink holding `records` queued in batches of `per_batch` records, as
   /// the poller queues them; record i is `len(i)` bytes of the value i, from
-  /// CPU i % 2. (Not through a Collector, and never dropped: a doorbell
-  /// rung or released needs Node.js's N-API, which a test binary lacks.)
-  fn sink_with(records: u32, per_batch: u32, len: impl Fn(u32) -> usize) -> &'static Sink {
-    let sink = Box::leak(Box::new(Sink::new(1024, 2)));
+  /// CPU i % 2. (Not through a Collector.)
+  fn sink_with(records: u32, per_batch: u32, len: impl Fn(u32) -> usize) -> Sink {
+    let sink = Sink::new(1024, 2, Arc::new(Bell::default()), None);
     let mut batch = Batch::default();
     for i in 0..records {
       batch.data.extend(std::iter::repeat_n(i as u8, len(i)));
@@ -558,5 +610,37 @@ mod tests {
     sink.paused.store(true, Ordering::Release);
     sink.closed.store(false, Ordering::Release);
     assert!(matches!(sink.fill(&mut data, &mut ends, None), Filled::Records(0)), "paused: nothing");
+  }
+
+  #[test]
+  fn the_doorbell_rings_once_per_call_and_a_full_queue_drops_and_counts_per_cpu() {
+    let bell = Arc::new(Bell::default());
+    let sink = Arc::new(Sink::new(1, 2, bell.clone(), None));
+    let mut collector = Collector::new(sink.clone(), true);
+    collector.push(0, &[1; 8]);
+    collector.push(1, &[2; 8]);
+    assert!(collector.end_pass(false).found);
+    assert_eq!(bell.rung.load(Ordering::Relaxed), 1);
+    // the queue holds one batch: the next pass's records are dropped, counted per CPU
+    collector.push(1, &[3; 8]);
+    collector.push(1, &[4; 8]);
+    collector.push(0, &[5; 8]);
+    collector.end_pass(false);
+    assert_eq!((sink.lost(), sink.dropped()), (3, 3));
+    assert_eq!(bell.rung.load(Ordering::Relaxed), 1, "no second call while one is pending");
+    sink.begin_delivery();
+    assert_eq!(sink.take_unreported_lost(), Some(vec![0.0, 1.0, 1.0, 2.0]));
+    let (out, _) = drain(&sink, 64, 8);
+    assert_eq!(out, vec![(0, vec![1; 8]), (1, vec![2; 8])]);
+    sink.pause();
+    collector.push(0, &[6; 8]);
+    collector.end_pass(false);
+    assert_eq!(bell.rung.load(Ordering::Relaxed), 1, "paused: no call");
+    sink.resume();
+    assert_eq!(bell.rung.load(Ordering::Relaxed), 2, "resumed with records waiting: one call");
+    sink.close();
+    sink.close();
+    assert_eq!(bell.released.load(Ordering::Relaxed), 1);
+    assert!(!sink.has_records(), "closing drops what waited");
   }
 }
