@@ -7,6 +7,7 @@
 mod attach;
 mod btf;
 mod buffer;
+mod diagnose;
 mod error;
 mod globals;
 mod kernel;
@@ -21,6 +22,7 @@ mod program;
 mod queue;
 mod release;
 mod ring;
+mod state;
 mod symbols;
 mod threads;
 mod tsfn;

@@ -12,7 +12,8 @@ use crate::{
   btf,
   buffer::{self, BufferOptions, NativeBuffer, OpenRequest},
   error::{err, guard, BpfError, BpfResult, Code, Result},
-  object::{borrow, ObjectHandle, ObjectState, Shared, Stage},
+  object::ObjectHandle,
+  state::{borrow, ObjectState, Shared, Stage},
   tsfn::DispatchArgs,
 };
 

@@ -14,7 +14,7 @@ use std::{
 use crossbeam_channel::{Receiver, Sender};
 use libbpf_rs::Link;
 
-use crate::object::Stage;
+use crate::state::Stage;
 
 /// What a closed object held in the kernel.
 pub(crate) struct Garbage {
