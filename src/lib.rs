@@ -25,4 +25,5 @@ mod ring;
 mod state;
 mod symbols;
 mod threads;
+mod tids;
 mod tsfn;

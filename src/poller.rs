@@ -98,7 +98,7 @@ impl Poller {
     let (commands, rx) = crossbeam_channel::unbounded();
     let thread_wake = wake.clone();
     std::thread::Builder::new().name("node-libbpf-poller".into()).spawn(move || {
-      crate::threads::register("node-libbpf-poller");
+      crate::tids::register("node-libbpf-poller");
       run(epoll, thread_wake, rx)
     })?;
     Ok(Poller { commands, wake })
