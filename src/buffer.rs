@@ -19,10 +19,10 @@ use napi_derive::napi;
 
 use crate::{
   error::{err, guard, BpfResult, Code, Result},
+  mmap::ring::Ring,
   options,
   poller::{poller, Pass, Poller, Source},
   queue::{Collected, Collector, Consumer, Filled, Sink},
-  ring::Ring,
   tsfn::{DispatchArgs, Doorbell},
 };
 

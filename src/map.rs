@@ -12,6 +12,7 @@ use crate::{
   btf,
   buffer::{self, BufferOptions, NativeBuffer, OpenRequest},
   error::{err, guard, BpfError, BpfResult, Code, Result},
+  mmap::array::Mapped,
   object::ObjectHandle,
   state::{borrow, ObjectState, Shared, Stage},
   tsfn::DispatchArgs,
@@ -443,33 +444,6 @@ impl NativeMap {
   }
 }
 
-/// A BPF_F_MMAPABLE array map mapped read-only into this process: its
-/// values are read with no syscall.
-pub(crate) struct Mapped {
-  ptr: *mut libc::c_void,
-  len: usize,
-}
-
-impl Mapped {
-  /// Maps the array `fd` (`len` bytes: max_entries values of value_size
-  /// rounded up to 8).
-  fn new(fd: i32, len: usize) -> std::io::Result<Self> {
-    // SAFETY: a fresh read-only shared mapping of a map fd; checked below.
-    let ptr = unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ, libc::MAP_SHARED, fd, 0) };
-    if ptr == libc::MAP_FAILED {
-      return Err(std::io::Error::last_os_error());
-    }
-    Ok(Mapped { ptr, len })
-  }
-}
-
-impl Drop for Mapped {
-  fn drop(&mut self) {
-    // SAFETY: our own mapping, unmapped once.
-    unsafe { libc::munmap(self.ptr, self.len) };
-  }
-}
-
 #[napi]
 impl NativeMap {
   /// Copies the bytes of a BPF_F_MMAPABLE array map from `offset` into
@@ -501,14 +475,9 @@ impl NativeMap {
       }
       let mapped = &state.mapped[self.name()];
       let n = target.len();
-      let end = usize::try_from(offset).ok().and_then(|o| o.checked_add(n)).filter(|end| *end <= mapped.len);
-      let Some(end) = end else {
-        return err(Code::InvalidValue, format!("map '{}': bytes {offset}..{} are outside its {} bytes", self.name(), offset + n as u64, mapped.len));
-      };
-      let offset = end - n;
-      // SAFETY: the range is inside the mapping (checked); the kernel may
-      // write to it meanwhile, which makes the bytes racy, not invalid.
-      unsafe { std::ptr::copy_nonoverlapping((mapped.ptr as *const u8).add(offset), target.as_mut_ptr(), n) };
+      if !usize::try_from(offset).is_ok_and(|offset| mapped.read(offset, &mut target)) {
+        return err(Code::InvalidValue, format!("map '{}': bytes {offset}..{} are outside its {} bytes", self.name(), offset + n as u64, mapped.len()));
+      }
       Ok(())
     })
   }

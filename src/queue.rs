@@ -30,7 +30,7 @@ use std::sync::{
 
 use crossbeam_channel::{Receiver, Sender, TrySendError};
 
-use crate::ring::Ring;
+use crate::mmap::ring::Ring;
 
 /// How a sink tells JavaScript that records wait: the N-API doorbell
 /// (src/tsfn.rs) in the addon, a counter in the unit tests.
@@ -570,7 +570,7 @@ mod tests {
     // two records the poller queued (JavaScript was behind), then three
     // left in the ring, the last larger than JavaScript's buffer
     let sink = sink_with(2, 10, |_| 8);
-    let fake = Box::leak(Box::new(crate::ring::tests::FakeRing::new(4096)));
+    let fake = Box::leak(Box::new(crate::mmap::ring::tests::FakeRing::new(4096)));
     fake.write(&[2; 8], 0);
     fake.write(&[3; 8], 0);
     fake.write(&[4; 100], 0);

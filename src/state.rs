@@ -48,7 +48,7 @@ pub(crate) struct ObjectState {
   pub buffers: Vec<Arc<Sink>>,
   /// BPF_F_MMAPABLE array maps mapped into this process (`readMapped`),
   /// unmapped at close: a mapping holds its map in the kernel.
-  pub mapped: BTreeMap<String, crate::map::Mapped>,
+  pub mapped: BTreeMap<String, crate::mmap::array::Mapped>,
   next_id: u32,
 }
 
