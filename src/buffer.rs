@@ -105,7 +105,7 @@ impl NativeBuffer {
     // on the JS thread, which runs no JavaScript until this call returns.
     let (data, ends, cpus) = unsafe { (data.as_mut(), ends.as_mut(), cpus.as_mut().map(|c| c.as_mut())) };
     guard(|| {
-      Ok(match self.sink.fill(data, ends, cpus) {
+      Ok(match self.sink.fill(data, ends, cpus)? {
         Filled::Records(n) => f64::from(n),
         Filled::NeedBytes(b) => -f64::from(b),
       })
@@ -240,9 +240,10 @@ impl Source for RingSource {
       // and counted when it is full) rather than fill the ring, where the
       // program could not reserve and nobody would count. Queued and read
       // under the ring's lock: `fill` sees them before what stays behind.
-      let ring_lock = self.ring.lock();
       let collector = &mut self.collector;
-      self.ring.read(&ring_lock, u64::MAX, |record| {
+      // (a corrupt ring: the records before the corrupt one are queued,
+      // and JavaScript's next fill reports it)
+      let _ = self.ring.lease().read(u64::MAX, |record| {
         collector.push(0, record);
         true
       });

@@ -30,7 +30,7 @@ use std::sync::{
 
 use crossbeam_channel::{Receiver, Sender, TrySendError};
 
-use crate::mmap::ring::Ring;
+use crate::{error::BpfResult, mmap::ring::Ring};
 
 /// How a sink tells JavaScript that records wait: the N-API doorbell
 /// (src/tsfn.rs) in the addon, a counter in the unit tests.
@@ -255,18 +255,19 @@ impl Sink {
   /// JavaScript's buffers (`data`, the end offset of each record in `ends`,
   /// their CPUs in `cpus` for perf buffers), as many as fit: the queued
   /// batches first, then (ring buffers) the ring. Nothing while closed or
-  /// paused.
-  pub fn fill(&self, data: &mut [u8], ends: &mut [u32], mut cpus: Option<&mut [u32]>) -> Filled {
+  /// paused. An error only for a corrupt ring, once the records before the
+  /// corrupt one are taken.
+  pub fn fill(&self, data: &mut [u8], ends: &mut [u32], mut cpus: Option<&mut [u32]>) -> BpfResult<Filled> {
     let mut bytes = 0usize;
     let mut n = 0usize;
     if self.is_closed() || self.paused.load(Ordering::Acquire) {
-      return Filled::Records(0);
+      return Ok(Filled::Records(0));
     }
     // the ring's lock, held throughout: the poller queues records from the
     // ring only under it, so none older than the ring's can be queued
     // between our look at the queue and our read of the ring
     let direct = lock(&self.direct).clone();
-    let ring_lock = direct.as_ref().map(|ring| ring.lock());
+    let lease = direct.as_deref().map(Ring::lease);
     let mut queue_empty = false;
     let mut carry = lock(&self.carry);
     while n < ends.len() {
@@ -292,7 +293,7 @@ impl Sink {
         let need = batch.ends[from] as usize - base;
         *carry = Some((batch, from));
         if n == 0 {
-          return Filled::NeedBytes(need as u32);
+          return Ok(Filled::NeedBytes(need as u32));
         }
         break;
       }
@@ -315,9 +316,9 @@ impl Sink {
       }
       self.recycle(batch);
     }
-    if let (Some(ring), Some(ring_lock), true) = (&direct, &ring_lock, queue_empty) {
+    if let (Some(lease), true) = (&lease, queue_empty) {
       let mut need = 0;
-      ring.read(ring_lock, self.read_until.load(Ordering::Acquire), |record| {
+      let read = lease.read(self.read_until.load(Ordering::Acquire), |record| {
         if n == ends.len() || record.len() > data.len() - bytes {
           if n == 0 {
             need = record.len();
@@ -330,11 +331,16 @@ impl Sink {
         n += 1;
         true
       });
+      // the records taken before a corrupt one are delivered; the next
+      // fill, with none before it, reports it
+      if let (Err(e), 0) = (read, n) {
+        return Err(e);
+      }
       if n == 0 && need > 0 {
-        return Filled::NeedBytes(need as u32);
+        return Ok(Filled::NeedBytes(need as u32));
       }
     }
-    Filled::Records(n as u32)
+    Ok(Filled::Records(n as u32))
   }
 
   /// Whether records wait for JavaScript.
@@ -523,7 +529,7 @@ mod tests {
     let (mut data, mut ends, mut cpus) = (vec![0u8; data_len], vec![0u32; ends_len], vec![0u32; ends_len]);
     let (mut out, mut fills) = (Vec::new(), 0);
     loop {
-      match sink.fill(&mut data, &mut ends, Some(&mut cpus)) {
+      match sink.fill(&mut data, &mut ends, Some(&mut cpus)).unwrap() {
         Filled::Records(0) => return (out, fills),
         Filled::Records(n) => {
           fills += 1;
@@ -558,10 +564,10 @@ mod tests {
   fn a_record_larger_than_the_data_buffer_asks_for_the_bytes_it_needs() {
     let sink = sink_with(3, 10, |i| if i == 1 { 5000 } else { 10 });
     let (mut data, mut ends) = (vec![0u8; 64], vec![0u32; 8]);
-    assert!(matches!(sink.fill(&mut data, &mut ends, None), Filled::Records(1)));
-    assert!(matches!(sink.fill(&mut data, &mut ends, None), Filled::NeedBytes(5000)));
+    assert!(matches!(sink.fill(&mut data, &mut ends, None).unwrap(), Filled::Records(1)));
+    assert!(matches!(sink.fill(&mut data, &mut ends, None).unwrap(), Filled::NeedBytes(5000)));
     let mut big = vec![0u8; 6000];
-    assert!(matches!(sink.fill(&mut big, &mut ends, None), Filled::Records(2)));
+    assert!(matches!(sink.fill(&mut big, &mut ends, None).unwrap(), Filled::Records(2)));
     assert_eq!(&ends[..2], &[5000, 5010]);
   }
 
@@ -578,21 +584,21 @@ mod tests {
     assert!(sink.has_records());
     sink.begin_delivery();
     let (mut data, mut ends) = (vec![0u8; 64], vec![0u32; 8]);
-    assert!(matches!(sink.fill(&mut data, &mut ends, None), Filled::Records(4)));
+    assert!(matches!(sink.fill(&mut data, &mut ends, None).unwrap(), Filled::Records(4)));
     assert_eq!(&ends[..4], &[8, 16, 24, 32]);
     assert_eq!(&data[..32], &[[0u8; 8], [1; 8], [2; 8], [3; 8]].concat()[..], "queued first, then the ring, in order");
-    assert!(matches!(sink.fill(&mut data, &mut ends, None), Filled::NeedBytes(100)));
+    assert!(matches!(sink.fill(&mut data, &mut ends, None).unwrap(), Filled::NeedBytes(100)));
     let mut big = vec![0u8; 128];
-    assert!(matches!(sink.fill(&mut big, &mut ends, None), Filled::Records(1)));
+    assert!(matches!(sink.fill(&mut big, &mut ends, None).unwrap(), Filled::Records(1)));
     assert_eq!(&big[..100], &[4u8; 100][..]);
     assert!(!sink.has_records());
-    assert!(matches!(sink.fill(&mut big, &mut ends, None), Filled::Records(0)));
+    assert!(matches!(sink.fill(&mut big, &mut ends, None).unwrap(), Filled::Records(0)));
     // a record written after the doorbell's call began waits for the next call
     fake.write(&[5; 8], 0);
     assert!(sink.has_records());
-    assert!(matches!(sink.fill(&mut big, &mut ends, None), Filled::Records(0)));
+    assert!(matches!(sink.fill(&mut big, &mut ends, None).unwrap(), Filled::Records(0)));
     sink.begin_delivery();
-    assert!(matches!(sink.fill(&mut big, &mut ends, None), Filled::Records(1)));
+    assert!(matches!(sink.fill(&mut big, &mut ends, None).unwrap(), Filled::Records(1)));
   }
 
   #[test]
@@ -606,10 +612,10 @@ mod tests {
     let sink = sink_with(10, 10, |_| 8);
     sink.closed.store(true, Ordering::Release);
     let (mut data, mut ends) = (vec![0u8; 64], vec![0u32; 8]);
-    assert!(matches!(sink.fill(&mut data, &mut ends, None), Filled::Records(0)));
+    assert!(matches!(sink.fill(&mut data, &mut ends, None).unwrap(), Filled::Records(0)));
     sink.paused.store(true, Ordering::Release);
     sink.closed.store(false, Ordering::Release);
-    assert!(matches!(sink.fill(&mut data, &mut ends, None), Filled::Records(0)), "paused: nothing");
+    assert!(matches!(sink.fill(&mut data, &mut ends, None).unwrap(), Filled::Records(0)), "paused: nothing");
   }
 
   #[test]
@@ -642,5 +648,20 @@ mod tests {
     sink.close();
     assert_eq!(bell.released.load(Ordering::Relaxed), 1);
     assert!(!sink.has_records(), "closing drops what waited");
+  }
+
+  #[test]
+  fn a_corrupt_ring_record_is_an_error_after_the_records_before_it_are_delivered() {
+    let sink = sink_with(0, 1, |_| 0);
+    let fake = Box::leak(Box::new(crate::mmap::ring::tests::FakeRing::new(4096)));
+    fake.write(&[1; 8], 0);
+    fake.write_claiming(&[2; 8], 5000);
+    sink.read_in_place(fake.ring.clone());
+    sink.begin_delivery();
+    let (mut data, mut ends) = (vec![0u8; 64], vec![0u32; 8]);
+    assert!(matches!(sink.fill(&mut data, &mut ends, None).unwrap(), Filled::Records(1)));
+    let e = sink.fill(&mut data, &mut ends, None).err().expect("a corrupt record is an error");
+    assert_eq!(e.code, crate::error::Code::Buffer);
+    assert!(e.message.contains("claims 5000 bytes"), "{}", e.message);
   }
 }
