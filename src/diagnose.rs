@@ -20,12 +20,11 @@ pub(crate) fn load_error(source: &str, programs: &[(String, String)], e: &libbpf
   let section = |name: &str| {
     programs.iter().find(|(n, _)| n == name).map(|(_, s)| s.clone()).unwrap_or_default()
   };
+  let mut error = BpfError::libbpf(Code::Load, format!("loading {source} into the kernel failed"), e);
   if let Some(prog) = &failed_prog {
     let sec = section(prog);
     let kind = sec.split('/').next().unwrap_or("");
-    if matches!(kind, "fentry" | "fexit" | "fmod_ret" | "fentry.s" | "fexit.s")
-      && crate::error::errno_of(e) == Some(libc::EPERM)
-    {
+    if matches!(kind, "fentry" | "fexit" | "fmod_ret" | "fentry.s" | "fexit.s") && error.errno == Some(libc::EPERM) {
       return BpfError::new(
         Code::NotSupported,
         format!(
@@ -37,7 +36,6 @@ pub(crate) fn load_error(source: &str, programs: &[(String, String)], e: &libbpf
       );
     }
   }
-  let mut error = BpfError::libbpf(Code::Load, format!("loading {source} into the kernel failed"), e);
   if error.code == Code::Permission {
     return error;
   }

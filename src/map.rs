@@ -3,7 +3,8 @@
 //! values into those bytes and back with the map's BTF layouts (listed here
 //! as data). Ring and perf buffers are opened on their maps from here.
 
-use libbpf_rs::{MapCore, MapFlags, MapHandle, MapType};
+// libbpf-rs's ErrorKind is the errno, as a number: TooBig is E2BIG, NotFound ENOENT
+use libbpf_rs::{ErrorKind, MapCore, MapFlags, MapHandle, MapType};
 use napi::bindgen_prelude::{Buffer, Function};
 use napi_derive::napi;
 use serde_json::{json, Value};
@@ -251,8 +252,8 @@ impl NativeMap {
         } else {
           map.update(&key, &value, MapFlags::ANY)
         }
-        .map_err(|e| match crate::error::errno_of(&e) {
-          Some(libc::E2BIG) => BpfError::new(Code::Map, format!("map '{}' is full ({} entries)", self.name(), self.info.max_entries)),
+        .map_err(|e| match e.kind() {
+          ErrorKind::TooBig => BpfError::new(Code::Map, format!("map '{}' is full ({} entries)", self.name(), self.info.max_entries)),
           _ => self.map_error("update", e),
         })
       })
@@ -272,7 +273,7 @@ impl NativeMap {
       }
       self.with_map(|map| match map.delete(&key) {
         Ok(()) => Ok(true),
-        Err(e) if crate::error::errno_of(&e) == Some(libc::ENOENT) => Ok(false),
+        Err(e) if e.kind() == ErrorKind::NotFound => Ok(false),
         Err(e) => Err(self.map_error("delete", e)),
       })
     })
@@ -324,7 +325,7 @@ impl NativeMap {
           };
           match done {
             Ok(()) => {}
-            Err(e) if crate::error::errno_of(&e) == Some(libc::ENOENT) => {}
+            Err(e) if e.kind() == ErrorKind::NotFound => {}
             Err(e) => return Err(self.map_error("clear", e)),
           }
         }
