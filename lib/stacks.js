@@ -13,13 +13,14 @@
  *   fs.writeFileSync('out.svg', bpf.flameGraph(stacks.foldStacks(counted)));
  */
 const fs = require('fs');
+const native = require('./native');
 const { escapeText } = require('./format');
 
 const EFAULT = 14; // bpf_get_stackid: no stack of that kind (a kernel thread's user stack, a user-mode sample's kernel stack)
 
 /** Names addresses, caching every answer: kernel addresses once, user addresses once per process. */
 class StackSymbolizer {
-  constructor(bpf = require('..')) {
+  constructor(bpf = native) {
     this.symbolizer = new bpf.Symbolizer();
     this.cache = new Map(); // 'k' or pid -> Map(address -> name)
   }
