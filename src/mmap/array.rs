@@ -44,3 +44,29 @@ impl Drop for Mapped {
     unsafe { libc::munmap(self.ptr, self.len) };
   }
 }
+
+#[cfg(test)]
+mod tests {
+  use super::*;
+  use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
+  #[test]
+  fn reads_inside_the_mapping_and_refuses_a_range_past_it() {
+    // SAFETY: plain syscalls on a new memfd that the OwnedFd owns.
+    let fd = unsafe { OwnedFd::from_raw_fd(libc::memfd_create(c"mapped".as_ptr(), 0)) };
+    let bytes: Vec<u8> = (0..=255).cycle().take(4096).collect();
+    // SAFETY: writing our own buffer to our own fd.
+    assert_eq!(unsafe { libc::pwrite(fd.as_raw_fd(), bytes.as_ptr().cast(), bytes.len(), 0) }, 4096);
+    let mapped = Mapped::new(fd.as_raw_fd(), 4096).unwrap();
+    assert_eq!(mapped.len(), 4096);
+    let mut out = [0u8; 8];
+    assert!(mapped.read(4088, &mut out));
+    assert_eq!(out, [248, 249, 250, 251, 252, 253, 254, 255]);
+    let mut untouched = [7u8; 8];
+    for offset in [4089, 4096, usize::MAX - 3] {
+      assert!(!mapped.read(offset, &mut untouched), "offset {offset}");
+    }
+    assert_eq!(untouched, [7; 8], "nothing copied");
+    assert!(mapped.read(4096, &mut []), "an empty read at the end");
+  }
+}
