@@ -1,5 +1,5 @@
 //! Ring and perf buffers: consumers driven by the process's poller (ring
-//! buffers read in place, src/ring.rs; perf buffers through libbpf), and
+//! buffers read in place, src/mmap/ring.rs; perf buffers through libbpf), and
 //! the `EventBuffer` handle JavaScript gets for each. Records reach
 //! JavaScript through a dispatcher function made by lib/dispatch.js.
 

@@ -4,7 +4,7 @@
 //! Ring buffers are read in place by JavaScript: when the poller finds
 //! records in one it rings the doorbell, and the JS thread copies them
 //! straight from the mapped ring into the dispatcher's buffers
-//! (`Sink::fill`, src/ring.rs). Only when JavaScript falls behind (the ring
+//! (`Sink::fill`, src/mmap/ring.rs). Only when JavaScript falls behind (the ring
 //! more than half full) does the poller move them out, as it does for perf
 //! buffers, whose records are always copied out by the poller (libbpf's
 //! perf reader).
