@@ -1,5 +1,7 @@
 //! The poller: one thread per process that consumes every open ring and perf
-//! buffer, of every object, and hands batches of records to JavaScript.
+//! buffer, of every object. It drives `Source`s (src/buffer.rs), which put
+//! records into their delivery queues (src/queue.rs); it knows neither the
+//! queues nor JavaScript.
 //!
 //! Wakeups: the thread waits in epoll on every buffer and on its own wake
 //! eventfd, with a timeout (the shortest poll interval) so that programs
@@ -22,6 +24,7 @@
 //!
 //! The thread lives as long as the process; with no buffer open it sleeps in
 //! epoll without a timeout.
+
 use std::{
   os::fd::{AsRawFd, FromRawFd, OwnedFd},
   sync::{Arc, Mutex},
