@@ -1,7 +1,7 @@
 'use strict';
 // The dispatcher (lib/dispatch.js) on its own: what the addon hands over is
 // played by `flow`, a queue of records in JavaScript, which `fill` copies
-// into the dispatcher's buffers as the addon does (src/poller.rs
+// into the dispatcher's buffers as the addon does (src/queue.rs
 // Sink::fill). The same paths run against the kernel in buffers.test.js and
 // reliability.test.js; these are the ones a test program cannot reach
 // there: a record larger than the dispatcher's first buffer, records of

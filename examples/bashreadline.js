@@ -27,7 +27,7 @@ async function main() {
     // by symbol in /bin/bash, or where the traced bash has it (its binary, or a libreadline.so)
     let [binary, func] = [BASH, 'readline'];
     if (target.pid !== undefined) {
-      const where = findFunctions(bpf, target.pid, ['readline']).get('readline');
+      const where = findFunctions(target.pid, ['readline']).get('readline');
       if (!where) throw new Error(`pid ${target.pid} has no readline function: is it bash?`);
       [binary, func] = [where.binary, where.fileOffset];
     }

@@ -43,7 +43,7 @@ async function main() {
   const exited = new Set();
   let obj, events;
   try {
-    const where = findFunctions(bpf, target.pid, [CASGSTATUS]).get(CASGSTATUS);
+    const where = findFunctions(target.pid, [CASGSTATUS]).get(CASGSTATUS);
     if (!where) throw new Error(`pid ${target.pid} has no ${CASGSTATUS}: is it a Go program (not stripped)?`);
     const offset = goidOffset(opts, where.binary, where.module);
     console.error(`${escapeText(where.module)}: ${CASGSTATUS}, runtime.g.goid at offset ${offset}${opts.goidOffset === undefined ? ' (DWARF)' : ''}`);

@@ -102,7 +102,7 @@ async function main() {
   const target = await traceTarget(opts, path.join(__dirname, 'workloads', 'event_loop.js'));
   let obj, events;
   try {
-    const functions = findFunctions(bpf, target.pid, PHASES.map(([, fn]) => fn));
+    const functions = findFunctions(target.pid, PHASES.map(([, fn]) => fn));
     const traced = PHASES.filter(([, fn]) => functions.has(fn)).map(([phase]) => phase);
     if (traced.length === 0) throw new Error(`no libuv phase function in pid ${target.pid}'s binary or libraries: is it a Node.js process?`);
     const module = functions.get('uv__io_poll')?.module ?? functions.values().next().value.module;

@@ -3,7 +3,7 @@
  * Fallbacks for older kernels, chosen before load from what the running
  * kernel has (`bpf.features()`), for objects built with bpf/compat.bpf.h.
  */
-const native = require('../binding');
+const native = require('./native');
 
 /**
  * Per-thread storage of an object with `THREAD_STORAGE(name, ...)`: task

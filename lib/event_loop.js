@@ -7,7 +7,7 @@
  * monitor (lib/monitor.js).
  */
 
-const native = require('../binding');
+const native = require('./native');
 
 // enum uv_phase (bpf/event_loop.h), in its order, which is the order libuv
 // 1.45+ (Node.js 20+) runs them in

@@ -33,6 +33,8 @@ const { findFunctions, socketInodes } = require('./procfs');
 const { PHASES, choosePhasePrograms, attachPhases } = require('./event_loop');
 const { chooseThreadStorage } = require('./compat');
 const { kernelIds } = require('./pidns');
+const { BUCKET_BOUNDS } = require('./monitor_metrics');
+const { syscallNumber, syscallName } = require('./names');
 
 const PARTS = ['syscalls', 'eventLoop', 'offCpu', 'files', 'connects', 'tcpRetransmits'];
 /**
@@ -47,13 +49,6 @@ const DEFAULT_PARTS = ['offCpu', 'tcpRetransmits'];
 // struct syscall_counts (bpf/syscall_hist.h): count, total_ns, errors, then 66 log2 slots of µs
 const HIST_SLOTS = 66;
 const HIST_BYTES = 8 * (3 + HIST_SLOTS);
-/**
- * The histogram buckets every histogram has, always all of them, in
- * seconds: `le` = 2^k µs for k = 0..26 (1 µs .. 67 s), then +Inf. Slot 0
- * of the kernel's log2 slots (under 1 µs) falls in the first, slot k
- * ([2^(k-1), 2^k) µs) in the k-th: each bucket is a sum of whole slots.
- */
-const BUCKET_BOUNDS = Array.from({ length: 27 }, (_, k) => 2 ** k / 1e6);
 const OFFCPU_KINDS = ['blocked', 'idle'];
 /**
  * The monitor's bounded tables in the kernel, by the part that fills them:
@@ -157,7 +152,7 @@ function excludeLibraryThreads(obj, ids) {
 let functions; // where this process's libuv phase functions are
 /** Where this process's libuv phase functions are (found once: reading the symbols of node and its libraries takes a second). */
 function phaseFunctions() {
-  functions ??= findFunctions(require('..'), process.pid, PHASES.map(([, fn]) => fn));
+  functions ??= findFunctions(process.pid, PHASES.map(([, fn]) => fn));
   return functions;
 }
 
@@ -186,7 +181,6 @@ class Monitor {
     const { parts, top } = checkOptions(options);
     this.#parts = new Set(parts);
     this.#top = top;
-    const { syscallNumber, syscallName } = require('./names'); // (not at load: lib/names requires the package's entry)
     this.#names = syscallName;
     const nr = (name) => syscallNumber(name) ?? -1;
     const obj = loadBpfProgram(objectPath('monitor'));

@@ -10,6 +10,14 @@
  * histogram. lib/prometheus.js and lib/opentelemetry.js format them.
  */
 
+/**
+ * The histogram buckets every histogram has, always all of them, in
+ * seconds: `le` = 2^k µs for k = 0..26 (1 µs .. 67 s), then +Inf. Slot 0
+ * of the kernel's log2 slots (under 1 µs) falls in the first, slot k
+ * ([2^(k-1), 2^k) µs) in the k-th: each bucket is a sum of whole slots.
+ */
+const BUCKET_BOUNDS = Array.from({ length: 27 }, (_, k) => 2 ** k / 1e6);
+
 /** The syscalls, files and endpoints of a snapshot hold what they were counted since the monitor started. */
 const METRICS = [
   {
@@ -100,4 +108,4 @@ function snapshots(monitor) {
   };
 }
 
-module.exports = { METRICS, metricsOf, snapshots };
+module.exports = { BUCKET_BOUNDS, METRICS, metricsOf, snapshots };

@@ -11,7 +11,7 @@
  *   syscallName(257, 'x64');         // 'openat'
  *   syscallNumber('openat', 'arm64'); // 56
  */
-const bpf = require('..');
+const native = require('./native');
 
 // the names the addon's syscallNames takes
 const ARCHS = { x64: 'x86_64', x86_64: 'x86_64', arm64: 'arm64', aarch64: 'arm64' };
@@ -21,7 +21,7 @@ function table(arch = process.arch) {
   // an unknown arch goes to the addon as it is: its error names it
   const name = ARCHS[arch] ?? arch;
   if (!tables.has(name)) {
-    const names = bpf.syscallNames(name);
+    const names = native.syscallNames(name);
     const numbers = new Map();
     names.forEach((syscall, nr) => syscall && numbers.set(syscall, nr));
     tables.set(name, { names, numbers });
@@ -49,7 +49,7 @@ function syscallNumber(name, arch) {
 
 /** The name of an errno: `errnoName(115)` (or -115) is `EINPROGRESS`; `errno N` when it has none. */
 function errnoName(errno) {
-  return bpf.errnoName(errno) ?? `errno ${errno}`;
+  return native.errnoName(errno) ?? `errno ${errno}`;
 }
 
 module.exports = { errnoName, syscallNames, syscallName, syscallNumber };

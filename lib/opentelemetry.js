@@ -16,8 +16,7 @@
  * endpoints become `network.peer.address` and `network.peer.port`, paths
  * `file.path`.
  */
-const { metricsOf, snapshots } = require('./monitor_metrics');
-const { BUCKET_BOUNDS } = require('./monitor');
+const { BUCKET_BOUNDS, metricsOf, snapshots } = require('./monitor_metrics');
 
 /** The SDK's enums, from the application's own @opentelemetry/sdk-metrics and api. */
 function sdk() {

@@ -7,6 +7,7 @@
  *   const { findFunctions, socketInodes } = require('node-libbpf/lib/procfs');
  */
 const fs = require('fs');
+const native = require('./native');
 
 /**
  * Where the functions `names` of process `pid` are, for uprobes: its
@@ -16,7 +17,7 @@ const fs = require('fs');
  * (`/proc/PID/exe`, `/proc/PID/root/...`), `module` the file's name.
  * Names not in the map are in none of those files (inlined or stripped).
  */
-function findFunctions(bpf, pid, names) {
+function findFunctions(pid, names) {
   const found = new Map();
   const files = [[`/proc/${pid}/exe`, fs.readlinkSync(`/proc/${pid}/exe`)]];
   const seen = new Set([files[0][1]]);
@@ -30,7 +31,7 @@ function findFunctions(bpf, pid, names) {
   for (const [binary, module] of files) {
     let symbols;
     try {
-      symbols = bpf.elfSymbols(binary);
+      symbols = native.elfSymbols(binary);
     } catch {
       continue; // not an ELF file (a font, a locale archive)
     }

@@ -14,8 +14,7 @@
  * Histograms are cumulative `le` buckets in seconds, every bound always
  * there (1 µs, 2 µs, ... 67 s, +Inf: the kernel's log2 slots, summed).
  */
-const { metricsOf, snapshots } = require('./monitor_metrics');
-const { BUCKET_BOUNDS } = require('./monitor');
+const { BUCKET_BOUNDS, metricsOf, snapshots } = require('./monitor_metrics');
 
 /** Prometheus's text for a bucket bound. */
 const LE = BUCKET_BOUNDS.map((b) => String(b));

@@ -13,6 +13,7 @@
  *   fs.writeFileSync('out.svg', bpf.flameGraph(stacks.foldStacks(counted)));
  */
 const fs = require('fs');
+const native = require('./native');
 const { escapeText } = require('./format');
 const { perfMapPath } = require('./procfs');
 const jitdump = require('./jitdump');
@@ -28,7 +29,7 @@ const EFAULT = 14; // bpf_get_stackid: no stack of that kind (a kernel thread's 
  * which flag names them, unless the process runs with --no-maglev-inlining.
  */
 class StackSymbolizer {
-  constructor(bpf = require('./native')) {
+  constructor(bpf = native) {
     this.symbolizer = new bpf.Symbolizer();
     this.cache = new Map(); // 'k' or pid -> Map(address -> [name, innermost first])
     this.jit = new Map(); // pid -> { dump: JitDump | null, maglevInlining, error }

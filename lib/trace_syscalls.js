@@ -7,7 +7,7 @@
  *
  *   const { traceSyscalls } = require('node-libbpf/lib/trace_syscalls');
  */
-const bpf = require('..');
+const { loadBpfProgram } = require('./object');
 const { parseArgs } = require('./args');
 const { traceTarget, untilStopped } = require('./target');
 const { LatencySummary } = require('./latency');
@@ -31,7 +31,7 @@ async function traceSyscalls({ description, object, workload, nodeArgs = [], sys
   const summary = new LatencySummary(syscalls);
   let obj, events;
   try {
-    obj = bpf.loadBpfProgram(object);
+    obj = loadBpfProgram(object);
     chooseThreadStorage(obj);
     obj.setGlobalVariable('target_pid', target.kernelPid ?? 0);
     configureCgroup(obj, opts);

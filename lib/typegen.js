@@ -7,7 +7,7 @@
  * `require('node-libbpf/lib/typegen').generate('prog.bpf.o')`.
  */
 const path = require('path');
-const bpf = require('..');
+const { loadBpfProgram } = require('./object');
 
 const pascal = (name) =>
   name
@@ -20,7 +20,7 @@ const quote = (name) => (/^[A-Za-z_$][\w$]*$/.test(name) ? name : JSON.stringify
 
 /** Declarations (a string) for the object at `file`. */
 function generate(file) {
-  const obj = bpf.loadBpfProgram(file);
+  const obj = loadBpfProgram(file);
   try {
     return declarations(obj, path.basename(file));
   } finally {

@@ -11,8 +11,9 @@ use napi_derive::napi;
 use crate::{
   error::{err, guard, BpfError, BpfResult, Code, Result},
   kernel, options,
-  object::{borrow, program_name, ObjectHandle, ProgramArg, Shared},
+  object::{program_name, ObjectHandle, ProgramArg},
   perf_event,
+  state::{borrow, Shared},
 };
 
 /// An attachment of a program; `detach()` removes it from the kernel.

@@ -1,12 +1,12 @@
 //! Ring and perf buffers: consumers driven by the process's poller (ring
-//! buffers read in place, src/ring.rs; perf buffers through libbpf), and
+//! buffers read in place, src/mmap/ring.rs; perf buffers through libbpf), and
 //! the `EventBuffer` handle JavaScript gets for each. Records reach
 //! JavaScript through a dispatcher function made by lib/dispatch.js.
 
 use std::{
   os::fd::{AsFd, AsRawFd},
   os::raw::{c_int, c_void},
-  sync::{atomic::Ordering, Arc},
+  sync::Arc,
   time::Duration,
 };
 
@@ -19,10 +19,11 @@ use napi_derive::napi;
 
 use crate::{
   error::{err, guard, BpfResult, Code, Result},
+  mmap::ring::Ring,
   options,
-  poller::{poller, Collector, Filled, Pass, Sink, Source},
-  ring::Ring,
-  tsfn::DispatchArgs,
+  poller::{poller, Pass, Poller, Source},
+  queue::{Collected, Collector, Consumer, Filled, Sink},
+  tsfn::{DispatchArgs, Doorbell},
 };
 
 /// Default time between passes over buffers that did not wake us.
@@ -61,6 +62,7 @@ pub struct BufferOptions {
 #[napi]
 pub struct NativeBuffer {
   sink: Arc<Sink>,
+  doorbell: Arc<Doorbell>,
 }
 
 #[napi]
@@ -74,7 +76,7 @@ impl NativeBuffer {
   /// Whether an open buffer keeps the process alive.
   #[napi(js_name = "setRef")]
   pub fn set_ref(&self, env: Env, keep_alive: bool) -> Result<()> {
-    guard(|| Ok(self.sink.doorbell.set_ref(&env, keep_alive)?))
+    guard(|| Ok(self.doorbell.set_ref(&env, keep_alive)?))
   }
 
   /// The dispatcher yields to the event loop with records left: no more
@@ -82,16 +84,13 @@ impl NativeBuffer {
   /// poller's queue, then are dropped and counted).
   #[napi]
   pub fn pause(&self) {
-    self.sink.paused.store(true, std::sync::atomic::Ordering::Release);
+    self.sink.pause();
   }
 
   /// The dispatcher has caught up: hand it what is queued.
   #[napi]
   pub fn resume(&self) {
-    self.sink.paused.store(false, std::sync::atomic::Ordering::Release);
-    if self.sink.has_records() {
-      self.sink.ring();
-    }
+    self.sink.resume();
   }
 
   /// Copies the records waiting for JavaScript into the dispatcher's own
@@ -106,7 +105,7 @@ impl NativeBuffer {
     // on the JS thread, which runs no JavaScript until this call returns.
     let (data, ends, cpus) = unsafe { (data.as_mut(), ends.as_mut(), cpus.as_mut().map(|c| c.as_mut())) };
     guard(|| {
-      Ok(match self.sink.fill(data, ends, cpus) {
+      Ok(match self.sink.fill(data, ends, cpus)? {
         Filled::Records(n) => f64::from(n),
         Filled::NeedBytes(b) => -f64::from(b),
       })
@@ -117,14 +116,14 @@ impl NativeBuffer {
   /// buffers) by the kernel because the buffer was full.
   #[napi(getter)]
   pub fn lost(&self) -> f64 {
-    self.sink.lost.load(Ordering::Relaxed) as f64
+    self.sink.lost() as f64
   }
 
   /// The part of `lost` that the library dropped because JavaScript fell
   /// behind (its queue full); the rest the kernel could not write.
   #[napi(getter)]
   pub fn dropped(&self) -> f64 {
-    self.sink.dropped.load(Ordering::Relaxed) as f64
+    self.sink.dropped() as f64
   }
 }
 
@@ -174,12 +173,26 @@ fn open(
   let interval = options::integer_or(req.method, "pollInterval", req.options.poll_interval, DEFAULT_POLL_INTERVAL_MS, options::POLL_INTERVAL)?;
   let interval = Duration::from_millis(interval);
   let poller = poller()?;
-  let sink = Arc::new(Sink::new(queue, cpus));
+  let doorbell = Arc::new(Doorbell::default());
+  let sink = Arc::new(Sink::new(queue, cpus, doorbell.clone(), Some(poller)));
   let source = make_source(req.map, Collector::new(sink.clone(), per_cpu))?;
   let drain_sink = sink.clone();
-  sink.doorbell.bind(&req.dispatch, move |_ctx| Ok(drain(&drain_sink)))?;
-  poller.add(sink.id, source, interval);
-  Ok((NativeBuffer { sink: sink.clone() }, sink))
+  doorbell.bind(&req.dispatch, move |_ctx| Ok(drain(&drain_sink)))?;
+  poller.add(sink.id(), source, interval);
+  Ok((NativeBuffer { sink: sink.clone(), doorbell }, sink))
+}
+
+/// The poller frees a closed sink's consumer.
+impl Consumer for Poller {
+  fn remove(&self, id: u32, freed: crossbeam_channel::Sender<()>) {
+    Poller::remove(self, id, freed);
+  }
+}
+
+impl From<Collected> for Pass {
+  fn from(c: Collected) -> Self {
+    Pass { found: c.found, bytes: c.bytes }
+  }
 }
 
 /// On the JS thread, when the doorbell rings: the losses to report. The
@@ -227,9 +240,10 @@ impl Source for RingSource {
       // and counted when it is full) rather than fill the ring, where the
       // program could not reserve and nobody would count. Queued and read
       // under the ring's lock: `fill` sees them before what stays behind.
-      let ring_lock = self.ring.lock();
       let collector = &mut self.collector;
-      self.ring.read(&ring_lock, u64::MAX, |record| {
+      // (a corrupt ring: the records before the corrupt one are queued,
+      // and JavaScript's next fill reports it)
+      let _ = self.ring.lease().read(u64::MAX, |record| {
         collector.push(0, record);
         true
       });
@@ -338,7 +352,7 @@ impl Source for PerfSource {
   fn consume(&mut self) -> Pass {
     // SAFETY: a live perf buffer; its callback context is our collector.
     unsafe { libbpf_sys::perf_buffer__consume(self.pb) };
-    self.collector.end_pass(true)
+    self.collector.end_pass(true).into()
   }
   fn capacity(&self) -> usize {
     self.capacity

@@ -1,11 +1,112 @@
-//! Why the kernel said no, for the errors a container's settings cause: the
-//! capabilities missing, a seccomp profile that blocks bpf(2) or
+//! Errors of opening and loading an object, made from libbpf's log: which
+//! program the verifier refused and why, and a file that is not an ELF
+//! object at all; and why the kernel said no, for the errors a container's
+//! settings cause. No N-API here (src/object.rs, src/error.rs and
+//! src/attach.rs call these).
+//!
+//! The container part: the capabilities missing, a seccomp profile that blocks bpf(2) or
 //! perf_event_open(2), a user namespace (a rootless container), no kernel
 //! BTF. Read only on an error's path: /proc/self/status, /proc/self/uid_map,
 //! and one probe call of each syscall that the kernel itself always refuses
 //! with an error other than EPERM (so an EPERM is the seccomp filter's).
 
 use std::path::Path;
+
+use crate::{
+  error::{err, BpfError, BpfResult, Code},
+  libbpf_log,
+};
+
+/// The error of a failed load: the program libbpf names in its log, its
+/// section, and the log's tail (`programs`: (name, section) of each).
+pub(crate) fn load_error(source: &str, programs: &[(String, String)], e: &libbpf_rs::Error) -> BpfError {
+  let log = libbpf_log::tail(40);
+  let failed_prog = log
+    .iter()
+    .find_map(|l| l.split("prog '").nth(1).and_then(|r| r.split('\'').next()))
+    .map(str::to_string);
+  let section = |name: &str| {
+    programs.iter().find(|(n, _)| n == name).map(|(_, s)| s.clone()).unwrap_or_default()
+  };
+  if crate::error::errno_of(e) == Some(libc::ESRCH) && log.iter().any(|l| l.contains("kernel BTF is missing")) {
+    if let Some(fix) = missing_btf(None) {
+      return BpfError::new(Code::NotFound, format!("loading {source} into the kernel failed: {fix}"));
+    }
+  }
+  let mut error = BpfError::libbpf(Code::Load, format!("loading {source} into the kernel failed"), e);
+  if let Some(prog) = &failed_prog {
+    let sec = section(prog);
+    let kind = sec.split('/').next().unwrap_or("");
+    if matches!(kind, "fentry" | "fexit" | "fmod_ret" | "fentry.s" | "fexit.s") && error.errno == Some(libc::EPERM) {
+      return BpfError::new(
+        Code::NotSupported,
+        format!(
+          "{}: this kernel refuses {kind} programs at load time (EPERM), so program '{prog}' (SEC(\"{sec}\")) cannot load; \
+           use a tracepoint (SEC(\"tp/...\")), raw tracepoint (SEC(\"raw_tp/...\")) or SEC(\"tp_btf/...\") program instead, \
+           or a kernel that allows fentry/fexit (see bpf.features())",
+          source
+        ),
+      );
+    }
+  }
+  if error.code == Code::Permission {
+    return error;
+  }
+  error.code = Code::Load;
+  if let Some(prog) = failed_prog {
+    error.message.push_str(&format!(" (program '{prog}', SEC(\"{}\"))", section(&prog)));
+  }
+  let log: Vec<_> = log.into_iter().filter(|l| !l.trim().is_empty()).collect();
+  if !log.is_empty() {
+    error.message.push_str("\nlibbpf said:\n");
+    error.message.push_str(&log.join("\n"));
+  }
+  error
+}
+
+/// The error of an object libbpf could not open (`label`: its file name),
+/// with the tail of libbpf's log and how to build one.
+pub(crate) fn open_error(label: &str, e: &libbpf_rs::Error) -> BpfError {
+  let mut error = BpfError::libbpf(Code::InvalidObject, format!("{label} is not a valid BPF object"), e);
+  error.code = Code::InvalidObject;
+  let log = libbpf_log::tail(5);
+  if !log.is_empty() {
+    error.message.push_str(&format!(" (libbpf: {})", log.join(" ").trim()));
+  }
+  error.message.push_str("; compile it with: npx node-libbpf build prog.bpf.c -o prog.bpf.o");
+  error
+}
+
+/// The object file must exist and be an ELF file (libbpf's own error for
+/// a C source is obscure).
+pub(crate) fn check_elf_file(path: &str) -> BpfResult<()> {
+  use std::io::Read;
+  let mut file = std::fs::File::open(path).map_err(|e| match e.kind() {
+    std::io::ErrorKind::NotFound => {
+      BpfError::new(Code::NotFound, format!("BPF object {path} does not exist (did `npm run build` compile it?)"))
+    }
+    _ => BpfError::new(Code::InvalidObject, format!("cannot read BPF object {path}: {e}")),
+  })?;
+  let mut head = [0u8; 64];
+  let n = file.read(&mut head).unwrap_or(0);
+  check_elf_bytes(path, &head[..n])
+}
+
+pub(crate) fn check_elf_bytes(label: &str, bytes: &[u8]) -> BpfResult<()> {
+  if bytes.len() < 4 || &bytes[..4] != b"\x7fELF" {
+    let what = if Path::new(label).extension().is_some_and(|e| e == "c") { " (a C source?)" } else { "" };
+    return err(
+      Code::InvalidObject,
+      format!(
+        "{label} is not an ELF file{what}; compile the BPF program first: npx node-libbpf build prog.bpf.c -o prog.bpf.o"
+      ),
+    );
+  }
+  Ok(())
+}
+
+// The container part.
+
 
 const CAP_SYS_ADMIN: u32 = 21;
 const CAP_PERFMON: u32 = 38;

@@ -73,6 +73,8 @@ impl Code {
 pub struct BpfError {
   pub code: Code,
   pub message: String,
+  /// The errno the kernel or libbpf gave, if any, as a number.
+  pub errno: Option<i32>,
 }
 
 pub type BpfResult<T> = std::result::Result<T, BpfError>;
@@ -83,7 +85,7 @@ pub type Result<T> = napi::Result<T, String>;
 
 impl BpfError {
   pub fn new(code: Code, message: impl Into<String>) -> Self {
-    BpfError { code, message: message.into() }
+    BpfError { code, message: message.into(), errno: None }
   }
 
   /// An error from libbpf (through libbpf-rs): the code follows the errno.
@@ -102,7 +104,7 @@ impl BpfError {
     if code == Code::Permission {
       message.push_str(&format!(" ({})", denied.as_deref().unwrap_or(crate::diagnose::CAPS_FIX)));
     }
-    BpfError { code, message }
+    BpfError { code, message, errno }
   }
 }
 
@@ -119,7 +121,7 @@ impl From<napi::Error> for BpfError {
       | Status::FunctionExpected | Status::ArrayExpected | Status::BigintExpected => Code::InvalidArg,
       _ => Code::InvalidValue,
     };
-    BpfError { code, message: e.reason.clone() }
+    BpfError { code, message: e.reason.clone(), errno: None }
   }
 }
 
@@ -128,8 +130,11 @@ fn is_root() -> bool {
   unsafe { libc::geteuid() == 0 }
 }
 
-/// The errno at the root of a libbpf-rs error, if any. libbpf-rs keeps the
-/// `io::Error` private and only shows it as text (`... (os error 2)`).
+/// The errno at the root of a libbpf-rs error, if any. libbpf-rs 0.27 keeps
+/// the `io::Error` private and shows the number only as text (`... (os
+/// error 2)`), or coarsely through `kind()` (EPERM and EACCES are both
+/// PermissionDenied): this reads it once, at the boundary, and
+/// `BpfError::libbpf` keeps it as a number (`BpfError::errno`).
 pub fn errno_of(err: &libbpf_rs::Error) -> Option<i32> {
   let mut source: Option<&(dyn std::error::Error + 'static)> = Some(err);
   let mut errno = None;
@@ -206,6 +211,13 @@ mod tests {
     assert_eq!(errno_of(&e), Some(libc::ENOENT));
     let plain = libbpf_rs::Error::from(std::io::Error::other("no errno here"));
     assert_eq!(errno_of(&plain), None);
+  }
+
+  #[test]
+  fn a_libbpf_error_keeps_its_errno_as_a_number() {
+    let e = BpfError::libbpf(Code::Map, "map 'counts'", &libbpf_rs::Error::from_raw_os_error(libc::E2BIG));
+    assert_eq!(e.errno, Some(libc::E2BIG));
+    assert_eq!(BpfError::new(Code::Map, "no errno").errno, None);
   }
 
   #[test]

@@ -10,7 +10,8 @@ use napi_derive::napi;
 use crate::{
   btf::GlobalVar,
   error::{err, guard, BpfError, BpfResult, Code, Result},
-  object::{ObjectHandle, ObjectState, Stage},
+  object::ObjectHandle,
+  state::{ObjectState, Stage},
 };
 
 #[napi]

@@ -3,7 +3,8 @@
 //! values into those bytes and back with the map's BTF layouts (listed here
 //! as data). Ring and perf buffers are opened on their maps from here.
 
-use libbpf_rs::{MapCore, MapFlags, MapHandle, MapType};
+// libbpf-rs's ErrorKind is the errno, as a number: TooBig is E2BIG, NotFound ENOENT
+use libbpf_rs::{ErrorKind, MapCore, MapFlags, MapHandle, MapType};
 use napi::bindgen_prelude::{Buffer, Function};
 use napi_derive::napi;
 use serde_json::{json, Value};
@@ -12,7 +13,9 @@ use crate::{
   btf,
   buffer::{self, BufferOptions, NativeBuffer, OpenRequest},
   error::{err, guard, BpfError, BpfResult, Code, Result},
-  object::{borrow, ObjectHandle, ObjectState, Shared, Stage},
+  mmap::array::Mapped,
+  object::ObjectHandle,
+  state::{borrow, ObjectState, Shared, Stage},
   tsfn::DispatchArgs,
 };
 
@@ -249,8 +252,8 @@ impl NativeMap {
         } else {
           map.update(&key, &value, MapFlags::ANY)
         }
-        .map_err(|e| match crate::error::errno_of(&e) {
-          Some(libc::E2BIG) => BpfError::new(Code::Map, format!("map '{}' is full ({} entries)", self.name(), self.info.max_entries)),
+        .map_err(|e| match e.kind() {
+          ErrorKind::TooBig => BpfError::new(Code::Map, format!("map '{}' is full ({} entries)", self.name(), self.info.max_entries)),
           _ => self.map_error("update", e),
         })
       })
@@ -270,7 +273,7 @@ impl NativeMap {
       }
       self.with_map(|map| match map.delete(&key) {
         Ok(()) => Ok(true),
-        Err(e) if crate::error::errno_of(&e) == Some(libc::ENOENT) => Ok(false),
+        Err(e) if e.kind() == ErrorKind::NotFound => Ok(false),
         Err(e) => Err(self.map_error("delete", e)),
       })
     })
@@ -322,7 +325,7 @@ impl NativeMap {
           };
           match done {
             Ok(()) => {}
-            Err(e) if crate::error::errno_of(&e) == Some(libc::ENOENT) => {}
+            Err(e) if e.kind() == ErrorKind::NotFound => {}
             Err(e) => return Err(self.map_error("clear", e)),
           }
         }
@@ -420,7 +423,7 @@ fn read_batches(map: &libbpf_rs::Map<'_>, remove: bool) -> std::io::Result<(Vec<
   }
 }
 
-type Opener = fn(OpenRequest<'_>) -> BpfResult<(NativeBuffer, std::sync::Arc<crate::poller::Sink>)>;
+type Opener = fn(OpenRequest<'_>) -> BpfResult<(NativeBuffer, std::sync::Arc<crate::queue::Sink>)>;
 
 impl NativeMap {
   fn open_buffer(
@@ -439,33 +442,6 @@ impl NativeMap {
     let (native, sink) = opener(OpenRequest { method, map, dispatch, options: options.unwrap_or_default() })?;
     borrow(&self.state)?.add_buffer(sink);
     Ok(native)
-  }
-}
-
-/// A BPF_F_MMAPABLE array map mapped read-only into this process: its
-/// values are read with no syscall.
-pub(crate) struct Mapped {
-  ptr: *mut libc::c_void,
-  len: usize,
-}
-
-impl Mapped {
-  /// Maps the array `fd` (`len` bytes: max_entries values of value_size
-  /// rounded up to 8).
-  fn new(fd: i32, len: usize) -> std::io::Result<Self> {
-    // SAFETY: a fresh read-only shared mapping of a map fd; checked below.
-    let ptr = unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ, libc::MAP_SHARED, fd, 0) };
-    if ptr == libc::MAP_FAILED {
-      return Err(std::io::Error::last_os_error());
-    }
-    Ok(Mapped { ptr, len })
-  }
-}
-
-impl Drop for Mapped {
-  fn drop(&mut self) {
-    // SAFETY: our own mapping, unmapped once.
-    unsafe { libc::munmap(self.ptr, self.len) };
   }
 }
 
@@ -500,14 +476,9 @@ impl NativeMap {
       }
       let mapped = &state.mapped[self.name()];
       let n = target.len();
-      let end = usize::try_from(offset).ok().and_then(|o| o.checked_add(n)).filter(|end| *end <= mapped.len);
-      let Some(end) = end else {
-        return err(Code::InvalidValue, format!("map '{}': bytes {offset}..{} are outside its {} bytes", self.name(), offset + n as u64, mapped.len));
-      };
-      let offset = end - n;
-      // SAFETY: the range is inside the mapping (checked); the kernel may
-      // write to it meanwhile, which makes the bytes racy, not invalid.
-      unsafe { std::ptr::copy_nonoverlapping((mapped.ptr as *const u8).add(offset), target.as_mut_ptr(), n) };
+      if !usize::try_from(offset).is_ok_and(|offset| mapped.read(offset, &mut target)) {
+        return err(Code::InvalidValue, format!("map '{}': bytes {offset}..{} are outside its {} bytes", self.name(), offset + n as u64, mapped.len()));
+      }
       Ok(())
     })
   }

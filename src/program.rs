@@ -7,7 +7,7 @@ use napi_derive::napi;
 
 use crate::{
   error::{err, guard, BpfResult, Code, Result},
-  object::{borrow, Shared, Stage},
+  state::{borrow, Shared, Stage},
 };
 
 /// A program of an object, as `obj.programs.<name>`; attach calls take it

@@ -14,25 +14,22 @@ use std::{
 use crossbeam_channel::{Receiver, Sender};
 use libbpf_rs::Link;
 
-use crate::object::Stage;
-
-/// What a closed object held in the kernel.
+/// What a closed object held in the kernel. (Send: libbpf-rs 0.27 makes its
+/// `Object`, `OpenObject` and `Link` Send; once closed, nothing else refers
+/// to them, the poller's consumers holding duplicates of the fds they use,
+/// and the release thread only drops them.)
 pub(crate) struct Garbage {
   /// Say when the poller has freed the consumers of the object's buffers.
   consumers: Vec<Receiver<()>>,
   links: BTreeMap<u32, Vec<Link>>,
-  stage: Stage,
+  /// The libbpf object (its programs and maps), whichever stage it was in:
+  /// dropped after the links that point at its programs.
+  stage: Box<dyn Send>,
 }
 
-// SAFETY: libbpf's objects and links are not thread-safe for concurrent use,
-// but these are moved, whole, to the release thread: once closed, nothing
-// else refers to them (the poller's consumers hold duplicates of the fds
-// they use), and that thread only drops them.
-unsafe impl Send for Garbage {}
-
 impl Garbage {
-  pub fn new(consumers: Vec<Receiver<()>>, links: BTreeMap<u32, Vec<Link>>, stage: Stage) -> Self {
-    Garbage { consumers, links, stage }
+  pub fn new(consumers: Vec<Receiver<()>>, links: BTreeMap<u32, Vec<Link>>, stage: impl Send + 'static) -> Self {
+    Garbage { consumers, links, stage: Box::new(stage) }
   }
 
   fn release(self) {
@@ -82,7 +79,7 @@ fn releaser() -> Option<&'static Sender<Job>> {
     .get_or_init(|| {
       let (tx, rx) = crossbeam_channel::unbounded::<Job>();
       let spawned = std::thread::Builder::new().name("node-libbpf-release".into()).spawn(move || {
-        crate::threads::register("node-libbpf-release");
+        crate::tids::register("node-libbpf-release");
         for (garbage, done) in rx {
           garbage.release();
           trim();

@@ -4,11 +4,12 @@
 //! not the service's own writes. Each thread records its `gettid()` as it
 //! starts.
 
-use std::sync::Mutex;
-
 use napi_derive::napi;
 
-use crate::error::{guard, Result};
+use crate::{
+  error::{guard, Result},
+  tids,
+};
 
 /// A thread node-libbpf runs in this process.
 #[napi(object)]
@@ -22,13 +23,8 @@ pub struct LibraryThread {
   pub tid: u32,
 }
 
-static THREADS: Mutex<Vec<LibraryThread>> = Mutex::new(Vec::new());
-
-/// Called first thing on every thread the library starts.
-pub(crate) fn register(name: &str) {
-  // SAFETY: gettid has no preconditions.
-  let tid = unsafe { libc::gettid() } as u32;
-  THREADS.lock().unwrap_or_else(|e| e.into_inner()).push(LibraryThread { name: name.to_string(), tid });
+fn registered() -> Vec<LibraryThread> {
+  tids::registered().into_iter().map(|(name, tid)| LibraryThread { name, tid }).collect()
 }
 
 /// The threads node-libbpf runs in this process, each with its kernel
@@ -43,12 +39,12 @@ pub fn library_threads() -> Result<Vec<LibraryThread>> {
     crate::release::start();
     // each thread records itself as it starts: wait for both
     for _ in 0..1000 {
-      let threads = THREADS.lock().unwrap_or_else(|e| e.into_inner()).clone();
+      let threads = registered();
       if threads.len() >= 2 {
         return Ok(threads);
       }
       std::thread::sleep(std::time::Duration::from_millis(1));
     }
-    Ok(THREADS.lock().unwrap_or_else(|e| e.into_inner()).clone())
+    Ok(registered())
   })
 }

@@ -10,6 +10,8 @@ use napi::{
   Env, Status,
 };
 
+use crate::queue::Notify;
+
 /// What one doorbell call hands the JS dispatcher (lib/dispatch.js): the
 /// losses to report as `[cpu, count, ...]` pairs, if any. The dispatcher
 /// then pulls the records itself (`NativeBuffer.fill`).
@@ -46,12 +48,6 @@ impl Doorbell {
     Ok(())
   }
 
-  /// Queues one drain call (never blocks; ignored once released).
-  pub fn notify(&self) {
-    if let Some(tsfn) = self.tsfn().as_ref() {
-      tsfn.call((), ThreadsafeFunctionCallMode::NonBlocking);
-    }
-  }
 
   /// Whether an open buffer keeps the Node.js process alive.
   #[allow(deprecated)]
@@ -66,8 +62,18 @@ impl Doorbell {
     Ok(())
   }
 
+}
+
+impl Notify for Doorbell {
+  /// Queues one drain call (never blocks; ignored once released).
+  fn notify(&self) {
+    if let Some(tsfn) = self.tsfn().as_ref() {
+      tsfn.call((), ThreadsafeFunctionCallMode::NonBlocking);
+    }
+  }
+
   /// Releases the threadsafe function: no more calls, the loop may exit.
-  pub fn release(&self) {
+  fn release(&self) {
     let tsfn = self.tsfn().take();
     drop(tsfn);
   }

@@ -16,6 +16,12 @@
 //! `ringbuf_process_ring`): a consumer page we write, then the producer
 //! page and the data pages mapped twice in a row, read-only, so that a
 //! record that wraps around is contiguous.
+//!
+//! Reads happen under a `Lease`, which only the ring's own lock makes and
+//! which reads only its own ring; each record's length is checked against
+//! what the producer published before it is trusted (as cilium/ebpf's
+//! ringbuf/ring.go does): a corrupt length is an error, not a read out of
+//! bounds.
 
 use std::{
   os::fd::{AsFd, AsRawFd},
@@ -113,24 +119,39 @@ impl Ring {
     self.producer_pos().saturating_sub(self.consumer_pos().load(Ordering::Acquire))
   }
 
-  /// Takes the reader's lock.
-  pub fn lock(&self) -> MutexGuard<'_, ()> {
-    self.lock.lock().unwrap_or_else(|e| e.into_inner())
+  /// Takes the reader's lock: the lease to read this ring.
+  pub fn lease(&self) -> Lease<'_> {
+    Lease { ring: self, _lock: self.lock.lock().unwrap_or_else(|e| e.into_inner()) }
   }
+}
 
-  /// With the lock held: hands each committed record below position
-  /// `until`, in order, to `take` until it returns false (that record stays
-  /// for the next read) or none is left. Returns how many it took.
-  pub fn read(&self, _lock: &MutexGuard<'_, ()>, until: u64, mut take: impl FnMut(&[u8]) -> bool) -> usize {
-    let consumer = self.consumer_pos();
-    let mask = (self.size - 1) as u64;
+/// The right to read one ring, held by one reader at a time (the JS thread
+/// or the poller): made only by `Ring::lease`, from the ring's own lock,
+/// and it reads only that ring, so a read under the wrong lock does not
+/// compile.
+pub(crate) struct Lease<'a> {
+  ring: &'a Ring,
+  _lock: MutexGuard<'a, ()>,
+}
+
+impl Lease<'_> {
+  /// Hands each committed record below position `until`, in order, to
+  /// `take` until it returns false (that record stays for the next read) or
+  /// none is left. Returns how many it took, or an error (Code::Buffer) at
+  /// a record whose length runs past what the producer published (the
+  /// records before it are taken and consumed; it stays, unread).
+  pub fn read(&self, until: u64, mut take: impl FnMut(&[u8]) -> bool) -> BpfResult<usize> {
+    let ring = self.ring;
+    let consumer = ring.consumer_pos();
+    let mask = (ring.size - 1) as u64;
     // SAFETY: the data pages follow the producer page.
-    let data = unsafe { self.producer.add(self.page_size) };
+    let data = unsafe { ring.producer.add(ring.page_size) };
     let mut cons = consumer.load(Ordering::Acquire);
     let mut taken = 0;
     let mut unreleased = 0;
+    let mut corrupt = None;
     'ring: loop {
-      let prod = self.producer_pos().min(until);
+      let prod = ring.producer_pos().min(until);
       if cons >= prod {
         break;
       }
@@ -144,16 +165,31 @@ impl Ring {
           break 'ring;
         }
         let bytes = (len & !(BPF_RINGBUF_BUSY_BIT | BPF_RINGBUF_DISCARD_BIT)) as usize;
+        let total = ((bytes + BPF_RINGBUF_HDR_SZ as usize + 7) & !7) as u64;
+        // a record reserved below `until` ends below it too: the kernel
+        // moves the producer position past a whole record at once
+        if total > prod - cons || total > ring.size as u64 {
+          corrupt = Some(BpfError::new(
+            Code::Buffer,
+            format!(
+              "ring buffer corrupt: the record at position {cons} claims {bytes} bytes, past the {} the producer published (of a {}-byte ring)",
+              prod - cons,
+              ring.size
+            ),
+          ));
+          break 'ring;
+        }
         if len & BPF_RINGBUF_DISCARD_BIT == 0 {
-          // SAFETY: a committed record of `bytes` bytes after its header;
-          // one that wraps around runs on into the second mapping.
+          // SAFETY: a committed record of `bytes` bytes after its header,
+          // inside what the producer published (checked above); one that
+          // wraps around runs on into the second mapping.
           let record = unsafe { std::slice::from_raw_parts(header.add(BPF_RINGBUF_HDR_SZ as usize), bytes) };
           if !take(record) {
             break 'ring;
           }
           taken += 1;
         }
-        cons += ((bytes + BPF_RINGBUF_HDR_SZ as usize + 7) & !7) as u64;
+        cons += total;
         unreleased += 1;
         if unreleased == RELEASE_EVERY {
           consumer.store(cons, Ordering::Release);
@@ -164,7 +200,7 @@ impl Ring {
     if unreleased > 0 {
       consumer.store(cons, Ordering::Release);
     }
-    taken
+    corrupt.map_or(Ok(taken), Err)
   }
 }
 
@@ -225,6 +261,14 @@ pub(crate) mod tests {
       at
     }
 
+    /// Writes a record whose header claims `claimed` bytes instead of its
+    /// own length (a corrupt ring); returns its position.
+    pub fn write_claiming(&mut self, record: &[u8], claimed: u32) -> u64 {
+      let at = self.write(record, 0);
+      self.put(at, &claimed.to_ne_bytes());
+      at
+    }
+
     /// Clears the busy bit of the record at `at` (of `len` bytes).
     pub fn commit(&mut self, at: u64, len: usize) {
       self.put(at, &(len as u32).to_ne_bytes());
@@ -242,11 +286,13 @@ pub(crate) mod tests {
 
   fn read_all(ring: &Ring) -> Vec<Vec<u8>> {
     let mut out = Vec::new();
-    let guard = ring.lock();
-    ring.read(&guard, u64::MAX, |r| {
-      out.push(r.to_vec());
-      true
-    });
+    ring
+      .lease()
+      .read(u64::MAX, |r| {
+        out.push(r.to_vec());
+        true
+      })
+      .unwrap();
     out
   }
 
@@ -275,14 +321,32 @@ pub(crate) mod tests {
       records.iter().for_each(|r| {
         fake.write(r, 0);
       });
-      let guard = fake.ring.lock();
+      let lease = fake.ring.lease();
       let mut got = Vec::new();
-      assert_eq!(fake.ring.read(&guard, u64::MAX, |r| { got.push(r.to_vec()); false }), 0);
+      assert_eq!(lease.read(u64::MAX, |r| { got.push(r.to_vec()); false }).unwrap(), 0);
       assert_eq!(got, vec![records[0].clone()], "offered, not taken");
       got.clear();
-      assert_eq!(fake.ring.read(&guard, u64::MAX, |r| { got.push(r.to_vec()); true }), 2);
+      assert_eq!(lease.read(u64::MAX, |r| { got.push(r.to_vec()); true }).unwrap(), 2);
       assert_eq!(got, records, "round {round}");
     }
     assert_eq!(fake.consumed(), 10 * 2 * 24);
+  }
+
+  #[test]
+  fn a_record_whose_length_runs_past_what_the_producer_published_is_an_error_not_a_read() {
+    for claimed in [17, 4000, 1 << 20] {
+      let mut fake = FakeRing::new(4096);
+      fake.write(b"good", 0);
+      let bad = fake.write_claiming(&[7; 8], claimed);
+      let mut got = Vec::new();
+      let e = fake.ring.lease().read(u64::MAX, |r| { got.push(r.to_vec()); true }).unwrap_err();
+      assert_eq!(e.code, Code::Buffer);
+      assert!(e.message.contains(&format!("position {bad} claims {claimed} bytes, past the 16")), "{}", e.message);
+      assert_eq!(got, vec![b"good".to_vec()], "the records before it are read");
+      assert_eq!(fake.consumed(), bad, "and consumed; the corrupt one stays");
+      // the right length: read
+      fake.commit(bad, 8);
+      assert_eq!(read_all(&fake.ring), vec![vec![7u8; 8]]);
+    }
   }
 }
