@@ -524,8 +524,8 @@ impl ObjectHandle {
             };
             let mut message = format!("perf_event_open({event}, pid {pid}, cpu {cpu}): {e}");
             if code == Code::Permission {
-              let fix = crate::diagnose::permission_denied();
-              message.push_str(&format!(" ({})", fix.as_deref().unwrap_or(crate::diagnose::CAPS_FIX)));
+              let fix = crate::privileges::permission_denied();
+              message.push_str(&format!(" ({})", fix.as_deref().unwrap_or(crate::privileges::CAPS_FIX)));
             }
             BpfError::new(code, message)
           })?;

@@ -93,7 +93,7 @@ impl BpfError {
     let errno = errno_of(err);
     // EACCES is also the verifier's "no": only EPERM means privileges, when
     // this process's settings explain it (capabilities, seccomp, user namespace)
-    let denied = if errno == Some(libc::EPERM) { crate::diagnose::permission_denied() } else { None };
+    let denied = if errno == Some(libc::EPERM) { crate::privileges::permission_denied() } else { None };
     let code = match errno {
       Some(libc::ENOENT) if code == Code::NotFound => Code::NotFound,
       Some(libc::EPERM) if denied.is_some() || !is_root() => Code::Permission,
@@ -102,7 +102,7 @@ impl BpfError {
     };
     let mut message = format!("{what}: {}", describe(err));
     if code == Code::Permission {
-      message.push_str(&format!(" ({})", denied.as_deref().unwrap_or(crate::diagnose::CAPS_FIX)));
+      message.push_str(&format!(" ({})", denied.as_deref().unwrap_or(crate::privileges::CAPS_FIX)));
     }
     BpfError { code, message, errno }
   }

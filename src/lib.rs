@@ -20,6 +20,7 @@ mod object;
 mod options;
 mod perf_event;
 mod poller;
+mod privileges;
 mod program;
 mod queue;
 mod release;

@@ -56,7 +56,7 @@ fn open(source: Either<String, Buffer>, options: LoadOptions) -> BpfResult<Objec
     builder.name(name).map_err(|e| BpfError::libbpf(Code::InvalidValue, "invalid object name", &e))?;
   }
   if let Some(path) = &options.btf_path {
-    if let Some(fix) = crate::diagnose::missing_btf(Some(path)) {
+    if let Some(fix) = crate::privileges::missing_btf(Some(path)) {
       return err(Code::NotFound, fix);
     }
     builder.btf_custom_path(path).map_err(|e| BpfError::libbpf(Code::InvalidValue, "invalid btfPath", &e))?;
