@@ -158,9 +158,21 @@ function startupNotes(s, notes, check) {
   notes.push(`- Startup, median of ${s.lib.length} fresh processes, bpf/file_io.bpf.o (8 syscall tracepoints): loadBpfProgram + load + attach ×8 **${median(s.lib).toFixed(1)} ms** (runs ${s.lib.map((x) => x.toFixed(1)).join(', ')}); node process spawn to attached ${median(s.nodeReady).toFixed(0)} ms, to the first record of each of the 4 syscalls (all 8 probes fired) ${median(s.nodeAll).toFixed(0)} ms; ${bt}.`);
 }
 
-/** Writes RESULTS.md. */
+/** The hand-kept history of the figures: everything from this heading on survives a new run. */
+const HISTORY = '\n## History\n';
+
+/** Writes RESULTS.md: the new run, then the History section of the file it replaces (kept as it was). */
 function writeResults(file, text) {
-  fs.writeFileSync(file, `# Benchmark results\n\nWritten by \`npm run bench\` (bench/run.js); see bench/README.md for what each row measures.\n\n${text}`);
+  let history = '';
+  try {
+    const old = fs.readFileSync(file, 'utf8');
+    const at = old.indexOf(HISTORY);
+    if (at >= 0) history = old.slice(at);
+  } catch (err) {
+    if (err.code !== 'ENOENT') throw err;
+  }
+  const body = `# Benchmark results\n\nWritten by \`npm run bench\` (bench/run.js); see bench/README.md for what each row measures.\n\n${text}`;
+  fs.writeFileSync(file, history ? `${body.trimEnd()}\n${history}` : body);
 }
 
 module.exports = { compose, writeResults };
