@@ -64,8 +64,11 @@ pub struct NativeBuffer {
 impl NativeBuffer {
   /// Stops delivery and frees the buffer (idempotent; returns at once).
   #[napi]
-  pub fn close(&self) {
-    self.sink.close();
+  pub fn close(&self) -> Result<()> {
+    guard(|| {
+      self.sink.close();
+      Ok(())
+    })
   }
 
   /// Whether an open buffer keeps the process alive.
@@ -78,17 +81,23 @@ impl NativeBuffer {
   /// doorbell calls until `resume()` (records wait in the ring, then in the
   /// poller's queue, then are dropped and counted).
   #[napi]
-  pub fn pause(&self) {
-    self.sink.paused.store(true, std::sync::atomic::Ordering::Release);
+  pub fn pause(&self) -> Result<()> {
+    guard(|| {
+      self.sink.paused.store(true, std::sync::atomic::Ordering::Release);
+      Ok(())
+    })
   }
 
   /// The dispatcher has caught up: hand it what is queued.
   #[napi]
-  pub fn resume(&self) {
-    self.sink.paused.store(false, std::sync::atomic::Ordering::Release);
-    if self.sink.has_records() {
-      self.sink.ring();
-    }
+  pub fn resume(&self) -> Result<()> {
+    guard(|| {
+      self.sink.paused.store(false, std::sync::atomic::Ordering::Release);
+      if self.sink.has_records() {
+        self.sink.ring();
+      }
+      Ok(())
+    })
   }
 
   /// Copies the records waiting for JavaScript into the dispatcher's own
@@ -113,15 +122,15 @@ impl NativeBuffer {
   /// Records lost so far: dropped because JavaScript fell behind, or (perf
   /// buffers) by the kernel because the buffer was full.
   #[napi(getter)]
-  pub fn lost(&self) -> f64 {
-    self.sink.lost.load(Ordering::Relaxed) as f64
+  pub fn lost(&self) -> Result<f64> {
+    guard(|| Ok(self.sink.lost.load(Ordering::Relaxed) as f64))
   }
 
   /// The part of `lost` that the library dropped because JavaScript fell
   /// behind (its queue full); the rest the kernel could not write.
   #[napi(getter)]
-  pub fn dropped(&self) -> f64 {
-    self.sink.dropped.load(Ordering::Relaxed) as f64
+  pub fn dropped(&self) -> Result<f64> {
+    guard(|| Ok(self.sink.dropped.load(Ordering::Relaxed) as f64))
   }
 }
 
