@@ -194,3 +194,43 @@ test('a 32 GiB sparse file: mapped by the target, as its perf map, as a path', a
   throwsCode(assert, () => bpf.elfSymbols(sparse), 'ERR_BPF_INVALID_OBJECT', /34359738368 bytes, more than the 1024 MiB read at most/);
   throwsCode(assert, () => bpf.dwarfMemberOffset(sparse, 'a', 'b'), 'ERR_BPF_INVALID_OBJECT', /more than the 1024 MiB/);
 });
+
+/** The section headers of a 64-bit little-endian ELF: name, flags, offset. */
+function elfSections(buf) {
+  const shoff = Number(buf.readBigUInt64LE(0x28));
+  const headers = Array.from({ length: buf.readUInt16LE(0x3c) }, (_, i) => {
+    const at = shoff + i * 64;
+    return { nameOff: buf.readUInt32LE(at), flags: Number(buf.readBigUInt64LE(at + 8)), offset: Number(buf.readBigUInt64LE(at + 24)) };
+  });
+  const strtab = headers[buf.readUInt16LE(0x3e)];
+  for (const h of headers) h.name = buf.latin1Slice(strtab.offset + h.nameOff, buf.indexOf(0, strtab.offset + h.nameOff));
+  return headers;
+}
+
+test('DWARF nested 100 deep: an error past 64 levels, not a stack overflow', (t) => {
+  const dir = tempDir(t);
+  /** A binary whose struct N0 holds N1, ... down to N<depth - 1>, which holds `int x` after `long pad`. */
+  const nested = (depth) => {
+    let source = `struct N${depth - 1} { long pad; int x; }`;
+    for (let i = depth - 2; i >= 0; i--) source = `struct N${i} { ${source} v; }`;
+    const binary = path.join(dir, `nested${depth}`);
+    execFileSync('g++', ['-g', '-x', 'c++', '-o', binary, '-'], { input: `${source} root;\nint main() { return sizeof root; }\n` });
+    return binary;
+  };
+  assert.strictEqual(bpf.dwarfMemberOffset(nested(60), 'N59', 'x'), 8, '60 deep is found');
+  throwsCode(assert, () => bpf.dwarfMemberOffset(nested(100), 'N99', 'x'), 'ERR_BPF_INVALID_OBJECT', /nested more than 64 deep/);
+});
+
+test('a compressed DWARF section that claims 1 TiB: refused before anything is allocated', (t) => {
+  const dir = tempDir(t);
+  const binary = path.join(dir, 'claims');
+  fs.copyFileSync(buildFixture('member_offsets', ['-gz=zlib']), binary);
+  assert.strictEqual(bpf.dwarfMemberOffset(binary, 'Wide', 'far'), 70312, 'compressed DWARF reads');
+  const buf = fs.readFileSync(binary);
+  const info = elfSections(buf).find((s) => s.name === '.debug_info');
+  assert.ok(info.flags & 0x800, 'SHF_COMPRESSED');
+  // Elf64_Chdr: ch_type, ch_reserved, ch_size
+  buf.writeBigUInt64LE(1n << 40n, info.offset + 8);
+  fs.writeFileSync(binary, buf);
+  throwsCode(assert, () => bpf.dwarfMemberOffset(binary, 'Wide', 'far'), 'ERR_BPF_INVALID_OBJECT', /\.debug_info claims 1099511627776 bytes decompressed, more than the \d+ allowed/);
+});

@@ -286,8 +286,14 @@ function child() {
   if (family === 'perfmap') {
     // a live process of our own (same user) to symbolize: it maps an ELF too
     const { spawn } = require('node:child_process');
-    ctx.target = spawn(manifest.mapper, [manifest.elf[0].path], { stdio: ['pipe', 'ignore', 'inherit'] });
-    ctx.perfMap = `/tmp/perf-${ctx.target.pid}.map`;
+    // a pid whose perf map some earlier process left (another user's, in
+    // sticky /tmp) cannot be ours to write: take another
+    for (let tries = 0; !ctx.target || fs.existsSync(ctx.perfMap); tries++) {
+      if (tries === 20) throw new Error(`every pid has a stale perf map in /tmp (${ctx.perfMap})`);
+      ctx.target?.kill('SIGKILL');
+      ctx.target = spawn(manifest.mapper, [manifest.elf[0].path], { stdio: ['pipe', 'ignore', 'inherit'] });
+      ctx.perfMap = `/tmp/perf-${ctx.target.pid}.map`;
+    }
     process.on('exit', () => {
       fs.rmSync(ctx.perfMap, { force: true });
       ctx.target.kill('SIGKILL');

@@ -63,14 +63,73 @@ pub(super) fn open_regular(path: &Path, links: Links, cap: u64, what: &str) -> B
   if links == Links::Refuse {
     flags |= libc::O_NOFOLLOW;
   }
-  let file = std::fs::OpenOptions::new().read(true).custom_flags(flags).open(path).map_err(|e| match e.raw_os_error() {
+  let file = std::fs::OpenOptions::new()
+    .read(true)
+    .custom_flags(flags)
+    .open(path)
+    .map_err(|e| open_error(&e, &shown.to_string(), links, what))?;
+  check(file, &shown.to_string(), cap, what)
+}
+
+/// The error for a file that did not open.
+fn open_error(e: &std::io::Error, shown: &str, links: Links, what: &str) -> BpfError {
+  match e.raw_os_error() {
     Some(libc::ENOENT) | Some(libc::ENOTDIR) => BpfError::new(Code::NotFound, format!("{what} {shown} does not exist")),
-    Some(libc::ELOOP) if links == Links::Refuse => {
-      BpfError::new(Code::InvalidObject, format!("{what} {shown} is a symbolic link: not followed in a path the traced process controls"))
-    }
+    Some(libc::ELOOP) | Some(libc::EXDEV) if links == Links::Refuse => BpfError::new(
+      Code::InvalidObject,
+      format!("{what} {shown} is a symbolic link: not followed in a path the traced process controls"),
+    ),
     Some(libc::EACCES) | Some(libc::EPERM) => BpfError::new(Code::Permission, format!("reading {what} {shown}: {e}")),
     _ => BpfError::new(Code::InvalidObject, format!("reading {what} {shown}: {e}")),
-  })?;
+  }
+}
+
+/// A file of process `pid`'s file system (`path`, absolute there), resolved
+/// as the process itself would: in its root, an absolute link inside
+/// staying inside (openat2 RESOLVE_IN_ROOT, where plain /proc/PID/root/...
+/// would resolve it in ours), no magic links, no link as last component;
+/// then checked as `open_regular` checks.
+pub(super) fn open_in_root(pid: u32, path: &str, cap: u64, what: &str) -> BpfResult<Checked> {
+  let shown = format!("/proc/{pid}/root{path}");
+  let root = std::fs::OpenOptions::new()
+    .read(true)
+    .custom_flags(libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC)
+    .open(format!("/proc/{pid}/root"))
+    .map_err(|e| open_error(&e, &shown, Links::Refuse, what))?;
+  let relative = std::ffi::CString::new(path.trim_start_matches('/'))
+    .map_err(|_| BpfError::new(Code::InvalidObject, format!("{what} {shown}: a NUL in the path")))?;
+  let how = OpenHow {
+    flags: (libc::O_RDONLY | libc::O_NONBLOCK | libc::O_CLOEXEC | libc::O_NOCTTY | libc::O_NOFOLLOW) as u64,
+    mode: 0,
+    resolve: libc::RESOLVE_IN_ROOT | libc::RESOLVE_NO_MAGICLINKS,
+  };
+  // SAFETY: a directory fd we own, a NUL-terminated path, and an open_how
+  // of the size passed; the fd returned (if any) is ours.
+  let fd = unsafe {
+    libc::syscall(libc::SYS_openat2, root.as_raw_fd(), relative.as_ptr(), &how as *const OpenHow, std::mem::size_of::<OpenHow>())
+  };
+  if fd < 0 {
+    let e = std::io::Error::last_os_error();
+    if e.raw_os_error() == Some(libc::ENOSYS) {
+      // before Linux 5.6: the last component at least is no link
+      return open_regular(Path::new(&shown), Links::Refuse, cap, what);
+    }
+    return Err(open_error(&e, &shown, Links::Refuse, what));
+  }
+  // SAFETY: openat2 returned a new fd that nothing else owns.
+  check(unsafe { File::from_raw_fd(fd as i32) }, &shown, cap, what)
+}
+
+/// struct open_how of openat2(2) (libc's cannot be built: non-exhaustive).
+#[repr(C)]
+struct OpenHow {
+  flags: u64,
+  mode: u64,
+  resolve: u64,
+}
+
+/// Checks an open file: a regular file of at most `cap` bytes.
+fn check(file: File, shown: &str, cap: u64, what: &str) -> BpfResult<Checked> {
   let meta = file.metadata().map_err(|e| BpfError::new(Code::InvalidObject, format!("reading {what} {shown}: {e}")))?;
   if !meta.file_type().is_file() {
     return Err(BpfError::new(

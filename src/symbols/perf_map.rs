@@ -5,9 +5,9 @@
 //! malformed line. Here the file is read (at most 64 MiB, files.rs), a
 //! malformed line is skipped, and lookups are a binary search.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use super::files::{self, FileId, Links, MAX_PERF_MAP_SIZE};
+use super::files::{self, FileId, MAX_PERF_MAP_SIZE};
 use crate::error::BpfResult;
 
 /// One JIT function.
@@ -72,9 +72,9 @@ fn hex(field: &[u8]) -> Option<u64> {
   u64::from_str_radix(digits, 16).ok()
 }
 
-/// Where process `pid`'s perf map is, seen from here: in its mount
-/// namespace, named after its pid in its pid namespace (NStgid).
-pub(super) fn path_of(pid: u32) -> PathBuf {
+/// Where process `pid`'s perf map is in its own file system: /tmp, named
+/// after its pid in its pid namespace (NStgid).
+pub(super) fn path_of(pid: u32) -> String {
   let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
   let ns_pid = status
     .lines()
@@ -82,14 +82,15 @@ pub(super) fn path_of(pid: u32) -> PathBuf {
     .and_then(|ids| ids.split_whitespace().next_back())
     .and_then(|id| id.parse::<u32>().ok())
     .unwrap_or(pid);
-  PathBuf::from(format!("/proc/{pid}/root/tmp/perf-{ns_pid}.map"))
+  format!("/tmp/perf-{ns_pid}.map")
 }
 
-/// The perf map at `path`, parsed, or `cached` again when the file has not
-/// changed. `None` when the process has none; an error when it is no
-/// regular file, is too big or a link.
-pub(super) fn load(path: &Path, cached: Option<PerfMap>) -> BpfResult<Option<PerfMap>> {
-  let mut checked = match files::open_regular(path, Links::Refuse, MAX_PERF_MAP_SIZE, "the perf map") {
+/// The perf map of process `pid` (at `path` in its file system), parsed,
+/// or `cached` again when the file has not changed. `None` when the
+/// process has none; an error when it is no regular file, is too big or a
+/// link.
+pub(super) fn load(pid: u32, path: &str, cached: Option<PerfMap>) -> BpfResult<Option<PerfMap>> {
+  let mut checked = match files::open_in_root(pid, path, MAX_PERF_MAP_SIZE, "the perf map") {
     Ok(checked) => checked,
     Err(e) if e.code == crate::error::Code::NotFound => return Ok(None),
     Err(e) => return Err(e),
@@ -97,7 +98,7 @@ pub(super) fn load(path: &Path, cached: Option<PerfMap>) -> BpfResult<Option<Per
   if let Some(map) = cached.filter(|m| m.id == checked.id) {
     return Ok(Some(map));
   }
-  let text = files::read_all(&mut checked, MAX_PERF_MAP_SIZE, path, "the perf map")?;
+  let text = files::read_all(&mut checked, MAX_PERF_MAP_SIZE, Path::new(path), "the perf map")?;
   Ok(Some(PerfMap { id: checked.id, symbols: parse(&text) }))
 }
 

@@ -229,7 +229,7 @@ impl Symbolizer {
       let mut perf_maps = self.perf_maps.borrow_mut();
       let cached = perf_maps.remove(&pid);
       // a perf map that is no regular file, or too big: JIT frames unnamed
-      if let Ok(Some(map)) = perf_map::load(&perf_map::path_of(pid), cached) {
+      if let Ok(Some(map)) = perf_map::load(pid, &perf_map::path_of(pid), cached) {
         for (slot, &addr) in out.iter_mut().zip(addrs) {
           if slot.is_none() {
             *slot = map.find(addr).map(|(s, offset)| Frame {
@@ -251,11 +251,11 @@ impl Symbolizer {
   /// process `pid` maps, made once per file; None when the file is no
   /// regular ELF file, is too big, or cannot be read.
   fn sealed_copy(&self, pid: u32, m: &Mapping) -> Option<PathBuf> {
-    // the very file mapped (needs CAP_SYS_ADMIN), else the path in the
-    // process's root, not following a link the process may have put there
+    // the very file mapped (needs CAP_SYS_ADMIN), else its path, resolved
+    // in the process's root (files.rs)
     let by_fd = PathBuf::from(format!("/proc/{pid}/map_files/{:x}-{:x}", m.start, m.end));
     let checked = files::open_regular(&by_fd, Links::Follow, MAX_ELF_SIZE, "the mapped file")
-      .or_else(|_| files::open_regular(&PathBuf::from(format!("/proc/{pid}/root{}", m.path)), Links::Refuse, MAX_ELF_SIZE, "the mapped file"))
+      .or_else(|_| files::open_in_root(pid, &m.path, MAX_ELF_SIZE, "the mapped file"))
       .ok()?;
     let mut copies = self.copies.borrow_mut();
     let copy = copies.entry(checked.id).or_insert_with(|| {
