@@ -9,6 +9,8 @@
 // - types:   typeNames and typeLayout of mutated BPF objects (opened, not loaded)
 // - perfmap: Symbolizer.process of a live process whose perf map is
 //            malformed, truncated, binary, huge-lined
+// - mapped:  Symbolizer.process of a live process that maps a mutated ELF
+//            file (blazesym parses its sealed copy)
 //
 // Each case must end in a result or a JS Error with a string `code`: never a
 // signal, never a hang. Cases run in child processes, BATCH to a child, run
@@ -24,7 +26,7 @@ const fs = require('node:fs');
 const path = require('node:path');
 const crypto = require('node:crypto');
 
-const FAMILIES = ['elf', 'dwarf', 'btf', 'types', 'perfmap'];
+const FAMILIES = ['elf', 'dwarf', 'btf', 'types', 'perfmap', 'mapped'];
 const BATCH = 100;
 const CASE_TIMEOUT_MS = 30_000;
 
@@ -192,7 +194,7 @@ function makeCase(family, seed, id, manifest) {
     const { bytes, addrs } = perfMapText(rnd);
     return { bytes, addrs, what: `perf map of ${bytes.length} bytes, ${addrs.length} addresses` };
   }
-  const bases = manifest[family];
+  const bases = manifest[family === 'mapped' ? 'elf' : family];
   const base = rnd.pick(bases);
   let buf = Buffer.from(fs.readFileSync(base.path));
   const what = [path.basename(base.path)];
@@ -200,10 +202,12 @@ function makeCase(family, seed, id, manifest) {
   for (let i = 0; i < n && buf.length > 0; i++) {
     let w;
     if (family === 'btf') [buf, w] = mutateBtf(rnd, buf);
-    else [buf, w] = mutateElf(rnd, buf, family === 'dwarf' ? /^\.(z?debug_|rela\.debug)/ : family === 'types' ? /^\.BTF/ : /sym|str|text|dyn/);
+    else [buf, w] = mutateElf(rnd, buf, family === 'dwarf' ? /^\.(z?debug_|rela\.debug)/ : family === 'types' ? /^\.BTF/ : /sym|str|text|dyn|eh_frame|note|gnu/);
     what.push(w);
   }
-  return { bytes: buf, base, what: what.join('; ') };
+  // where in the mapping the addresses are: inside the file, or past its end
+  const offsets = family === 'mapped' ? Array.from({ length: 1 + rnd.int(12) }, () => rnd.int(buf.length + 0x2000)) : undefined;
+  return { bytes: buf, base, offsets, what: what.join('; ') };
 }
 
 // ---- the child: runs cases, one line before and one after each -----------
@@ -253,6 +257,17 @@ function exercise(family, c, file, ctx) {
       step('close', () => obj.close());
       break;
     }
+    case 'mapped': {
+      // one Symbolizer for the child's cases: a rewritten file is a new copy
+      ctx.symbolizer ??= new bpf.Symbolizer();
+      step('process', () => {
+        const addrs = c.offsets.map((o) => ctx.start + BigInt(o));
+        const frames = ctx.symbolizer.process(ctx.mapper.pid, addrs);
+        if (frames.length !== addrs.length || frames.some((f) => f.name !== undefined && typeof f.name !== 'string')) throw new Error('a malformed result');
+        if (frames.some((f) => f.name)) out.push('named');
+      });
+      break;
+    }
     case 'perfmap': {
       fs.writeFileSync(ctx.perfMap, c.bytes);
       // a Symbolizer kept across cases (its cache refreshed) and, sometimes, a new one
@@ -260,6 +275,7 @@ function exercise(family, c, file, ctx) {
       step('process', () => {
         const frames = ctx.symbolizer.process(ctx.target.pid, c.addrs);
         if (frames.length !== c.addrs.length || frames.some((f) => f.name !== undefined && typeof f.name !== 'string')) throw new Error('a malformed result');
+        if (frames.some((f) => f.name)) out.push('named');
       });
       break;
     }
@@ -267,7 +283,7 @@ function exercise(family, c, file, ctx) {
   return out;
 }
 
-function child() {
+async function child() {
   const say = (line) => fs.writeSync(1, `${line}\n`);
   const [mode, family, ...args] = process.argv.slice(2);
   const dir = args.at(-1);
@@ -304,10 +320,32 @@ function child() {
     const c = makeCase(family, seed, id, manifest);
     if (family !== 'perfmap' && family !== 'types') fs.writeFileSync(file, c.bytes);
     say(`run ${id}`);
+    if (family === 'mapped') await startMapper(ctx, file);
     say(`done ${id} ${JSON.stringify(exercise(family, c, file, ctx))}`);
+    if (family === 'mapped') await stopMapper(ctx);
   }
   fs.rmSync(file, { force: true });
   process.exit(0);
+}
+
+/** A process that maps `file` (fixtures/map_files.c): ctx.mapper, and ctx.start, where the file is. */
+async function startMapper(ctx, file) {
+  const { spawn } = require('node:child_process');
+  ctx.mapper = spawn(ctx.manifest.mapper, [file], { stdio: ['pipe', 'pipe', 'inherit'] });
+  ctx.start = await new Promise((resolve, reject) => {
+    let text = '';
+    ctx.mapper.stdout.on('data', (d) => {
+      text += d;
+      if (text.includes('\n')) resolve(BigInt(`0x${text.split(' ')[0]}`));
+    });
+    ctx.mapper.on('exit', (code) => reject(new Error(`map_files exited ${code}`)));
+  });
+}
+
+async function stopMapper(ctx) {
+  const exited = new Promise((resolve) => ctx.mapper.on('exit', resolve));
+  ctx.mapper.stdin.end();
+  await exited;
 }
 
 // ---- the parent ------------------------------------------------------------
@@ -498,6 +536,6 @@ for (const family of FAMILIES.filter((f) => wanted.includes(f))) {
     const replay = (list) => list.slice(0, 10).map((s) => `${s} (write it: node __test__/parser_fuzz.test.js write ${family} ${seed} ${s.split(' ')[1].replace(':', '')} DIR)`).join('\n');
     assert.deepStrictEqual(died, [], `cases that killed their child:\n${replay(died)}`);
     assert.deepStrictEqual(bad, [], `errors without a code:\n${replay(bad)}`);
-    assert.ok(codes.size > 1 || family === 'perfmap', `the mutations reach more than one outcome: ${summary}`);
+    assert.ok(codes.size > 1, `the mutations reach more than one outcome: ${summary}`);
   });
 }
