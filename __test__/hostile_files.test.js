@@ -234,3 +234,16 @@ test('a compressed DWARF section that claims 1 TiB: refused before anything is a
   fs.writeFileSync(binary, buf);
   throwsCode(assert, () => bpf.dwarfMemberOffset(binary, 'Wide', 'far'), 'ERR_BPF_INVALID_OBJECT', /\.debug_info claims 1099511627776 bytes decompressed, more than the \d+ allowed/);
 });
+
+test('a path in a process\'s root (/proc/PID/root/...): resolved there, a link as its last component not followed', (t) => {
+  const dir = tempDir(t);
+  const { copy } = elfCopy(dir);
+  const inRoot = (file) => `/proc/${process.pid}/root${file}`;
+  assert.ok(bpf.elfSymbols(inRoot(copy)).some((s) => s.name === 'add_one'));
+  const link = path.join(dir, 'link.so');
+  fs.symlinkSync(copy, link);
+  assert.ok(bpf.elfSymbols(link).some((s) => s.name === 'add_one'), 'a path the user gives: followed');
+  throwsCode(assert, () => bpf.elfSymbols(inRoot(link)), 'ERR_BPF_INVALID_OBJECT', /is a symbolic link: not followed/);
+  throwsCode(assert, () => bpf.dwarfMemberOffset(inRoot(link), 'point', 'y'), 'ERR_BPF_INVALID_OBJECT', /is a symbolic link/);
+  throwsCode(assert, () => bpf.elfSymbols(inRoot(path.join(dir, 'none.so'))), 'ENOENT', /does not exist/);
+});

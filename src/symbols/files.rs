@@ -75,7 +75,7 @@ pub(super) fn open_regular(path: &Path, links: Links, cap: u64, what: &str) -> B
 fn open_error(e: &std::io::Error, shown: &str, links: Links, what: &str) -> BpfError {
   match e.raw_os_error() {
     Some(libc::ENOENT) | Some(libc::ENOTDIR) => BpfError::new(Code::NotFound, format!("{what} {shown} does not exist")),
-    Some(libc::ELOOP) | Some(libc::EXDEV) if links == Links::Refuse => BpfError::new(
+    Some(libc::ELOOP) if links == Links::Refuse => BpfError::new(
       Code::InvalidObject,
       format!("{what} {shown} is a symbolic link: not followed in a path the traced process controls"),
     ),
@@ -173,15 +173,26 @@ pub(super) fn has_elf_magic(checked: &Checked) -> bool {
   checked.file.read_exact_at(&mut magic, 0).is_ok() && magic == *b"\x7fELF"
 }
 
-/// The bytes of an ELF file the user named (`ENOENT` when it does not
-/// exist; `ERR_BPF_INVALID_OBJECT` when it is no regular file, is too big
-/// or has no ELF magic).
+/// The bytes of an ELF file (`ENOENT` when it does not exist;
+/// `ERR_BPF_INVALID_OBJECT` when it is no regular file, is too big or has
+/// no ELF magic). A path in a process's root (`/proc/PID/root/...`, as
+/// lib/procfs.js makes them from its maps) is the process's to control:
+/// resolved in that root, its last component no link (`open_in_root`).
 pub(super) fn read_elf(path: &str) -> BpfResult<Vec<u8>> {
-  let mut checked = open_regular(Path::new(path), Links::Follow, MAX_ELF_SIZE, "the file")?;
+  let mut checked = match in_process_root(path) {
+    Some((pid, inside)) => open_in_root(pid, inside, MAX_ELF_SIZE, "the file")?,
+    None => open_regular(Path::new(path), Links::Follow, MAX_ELF_SIZE, "the file")?,
+  };
   if !has_elf_magic(&checked) {
     return Err(BpfError::new(Code::InvalidObject, format!("{path} is not an ELF file (it does not start with the ELF magic)")));
   }
   read_all(&mut checked, MAX_ELF_SIZE, Path::new(path), "the file")
+}
+
+/// `/proc/PID/root/a/b` as (PID, `/a/b`).
+fn in_process_root(path: &str) -> Option<(u32, &str)> {
+  let (pid, inside) = path.strip_prefix("/proc/")?.split_once("/root/")?;
+  Some((pid.parse().ok()?, &path[path.len() - inside.len() - 1..]))
 }
 
 /// A sealed in-memory copy of a checked file: it can neither shrink, grow
@@ -224,6 +235,14 @@ mod tests {
     assert_eq!(e.code, Code::InvalidObject);
     assert!(e.message.contains("not a regular file"), "{}", e.message);
     std::fs::remove_dir_all(&dir).unwrap();
+  }
+
+  #[test]
+  fn paths_in_a_process_root_are_told() {
+    assert_eq!(in_process_root("/proc/42/root/usr/lib/x.so"), Some((42, "/usr/lib/x.so")));
+    assert_eq!(in_process_root("/proc/self/root/x"), None);
+    assert_eq!(in_process_root("/proc/42/exe"), None);
+    assert_eq!(in_process_root("/usr/lib/x.so"), None);
   }
 
   #[test]

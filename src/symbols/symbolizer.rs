@@ -67,7 +67,10 @@ pub struct Symbolizer {
   perf_maps: RefCell<HashMap<u32, PerfMap>>,
 }
 
-const UNKNOWN: fn() -> Frame = || Frame { name: None, module: None, offset: 0, file: None, line: None };
+/// A frame without a symbol.
+fn unknown() -> Frame {
+  Frame { name: None, module: None, offset: 0, file: None, line: None }
+}
 
 fn frame(sym: Sym<'_>, module: Option<String>) -> Frame {
   Frame {
@@ -84,7 +87,7 @@ fn frames(results: Vec<Symbolized<'_>>) -> Vec<Frame> {
     .into_iter()
     .map(|s| match s {
       Symbolized::Sym(sym) => frame(sym, None),
-      Symbolized::Unknown(_) => UNKNOWN(),
+      Symbolized::Unknown(_) => unknown(),
     })
     .collect()
 }
@@ -244,7 +247,7 @@ impl Symbolizer {
         perf_maps.insert(pid, map);
       }
     }
-    Ok(out.into_iter().map(|f| f.unwrap_or_else(UNKNOWN)).collect())
+    Ok(out.into_iter().map(|f| f.unwrap_or_else(unknown)).collect())
   }
 
   /// `/proc/self/fd/N` of a sealed copy of the file that mapping `m` of
@@ -255,7 +258,10 @@ impl Symbolizer {
     // in the process's root (files.rs)
     let by_fd = PathBuf::from(format!("/proc/{pid}/map_files/{:x}-{:x}", m.start, m.end));
     let checked = files::open_regular(&by_fd, Links::Follow, MAX_ELF_SIZE, "the mapped file")
-      .or_else(|_| files::open_in_root(pid, &m.path, MAX_ELF_SIZE, "the mapped file"))
+      .or_else(|e| match e.code {
+        Code::Permission => files::open_in_root(pid, &m.path, MAX_ELF_SIZE, "the mapped file"),
+        _ => Err(e),
+      })
       .ok()?;
     let mut copies = self.copies.borrow_mut();
     let copy = copies.entry(checked.id).or_insert_with(|| {
