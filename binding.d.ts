@@ -284,8 +284,9 @@ export declare class Symbolizer {
    * binaries and libraries, and JIT frames from /tmp/perf-<pid>.map
    * (node --perf-basic-prof). The process must still be running. A file
    * of the process that is no regular ELF file (or over 1 GiB), or a perf
-   * map that is no regular file (or over 64 MiB), leaves its addresses
-   * unnamed; malformed perf map lines are skipped.
+   * map that is no regular file, leaves its addresses unnamed; malformed
+   * perf map lines are skipped, and of a map over 64 MiB the last 64 MiB
+   * are read.
    */
   process(pid: number, addresses: Array<bigint>): Array<Frame>
 }

@@ -247,3 +247,15 @@ test('a path in a process\'s root (/proc/PID/root/...): resolved there, a link a
   throwsCode(assert, () => bpf.dwarfMemberOffset(inRoot(link), 'point', 'y'), 'ERR_BPF_INVALID_OBJECT', /is a symbolic link/);
   throwsCode(assert, () => bpf.elfSymbols(inRoot(path.join(dir, 'none.so'))), 'ENOENT', /does not exist/);
 });
+
+test('a perf map over 64 MiB: its last 64 MiB are read, the lines written last', async (t) => {
+  const target = await mapper([]);
+  t.after(() => target.stop());
+  const perfMap = `/tmp/perf-${target.pid}.map`;
+  t.after(() => fs.rmSync(perfMap, { force: true }));
+  fs.writeFileSync(perfMap, '1000 10 JS:*first a.js:1:1\n');
+  fs.truncateSync(perfMap, 70 * 2 ** 20);
+  fs.appendFileSync(perfMap, '\n2000 10 JS:*last b.js:2:2\n');
+  const { frames } = inChild(SYMBOLIZE, { pid: target.pid, addrs: [0x1004n, 0x2004n] });
+  assert.deepStrictEqual(frames.map((f) => f.name ?? null), [null, 'JS:*last b.js:2:2']);
+});

@@ -32,7 +32,7 @@ use crate::error::{BpfError, BpfResult, Code};
 pub(super) const MAX_ELF_SIZE: u64 = 1 << 30;
 /// The biggest decompressed section (DWARF) parsed.
 pub(super) const MAX_SECTION_SIZE: u64 = 256 << 20;
-/// The biggest perf map read.
+/// The most of a perf map read (its end).
 pub(super) const MAX_PERF_MAP_SIZE: u64 = 64 << 20;
 
 /// Whether a path names the file itself or may be a symbolic link.
@@ -162,6 +162,18 @@ pub(super) fn read_all(checked: &mut Checked, cap: u64, path: &Path, what: &str)
       format!("{what} {} grew past the {} MiB read at most while it was read", path.display(), cap >> 20),
     ));
   }
+  Ok(data)
+}
+
+/// At most `cap` bytes of a checked file from offset `from`, read (not
+/// mapped): a file that shrinks meanwhile gives what is left.
+pub(super) fn read_tail(checked: &mut Checked, from: u64, cap: u64, path: &Path, what: &str) -> BpfResult<Vec<u8>> {
+  use std::io::{Seek, SeekFrom};
+  let mut data = Vec::with_capacity(checked.size.saturating_sub(from).min(cap) as usize);
+  (&checked.file)
+    .seek(SeekFrom::Start(from))
+    .and_then(|_| (&checked.file).take(cap).read_to_end(&mut data))
+    .map_err(|e| BpfError::new(Code::InvalidObject, format!("reading {what} {}: {e}", path.display())))?;
   Ok(data)
 }
 

@@ -2,7 +2,7 @@
 //! per line in hex, as `node --perf-basic-prof` writes it): JIT frames.
 //! Ours, not blazesym's: blazesym mmaps the file (a map that the target
 //! truncates meanwhile SIGBUSes the tracer) and fails on the first
-//! malformed line. Here the file is read (at most 64 MiB, files.rs), a
+//! malformed line. Here the file is read (its last 64 MiB at most), a
 //! malformed line is skipped, and lookups are a binary search.
 
 use std::path::Path;
@@ -87,10 +87,11 @@ pub(super) fn path_of(pid: u32) -> String {
 
 /// The perf map of process `pid` (at `path` in its file system), parsed,
 /// or `cached` again when the file has not changed. `None` when the
-/// process has none; an error when it is no regular file, is too big or a
-/// link.
+/// process has none; an error when it is no regular file or a link. Of a
+/// map over 64 MiB (a long-running process), the last 64 MiB: the lines
+/// written last, which win anyway where addresses were reused.
 pub(super) fn load(pid: u32, path: &str, cached: Option<PerfMap>) -> BpfResult<Option<PerfMap>> {
-  let mut checked = match files::open_in_root(pid, path, MAX_PERF_MAP_SIZE, "the perf map") {
+  let mut checked = match files::open_in_root(pid, path, u64::MAX, "the perf map") {
     Ok(checked) => checked,
     Err(e) if e.code == crate::error::Code::NotFound => return Ok(None),
     Err(e) => return Err(e),
@@ -98,8 +99,14 @@ pub(super) fn load(pid: u32, path: &str, cached: Option<PerfMap>) -> BpfResult<O
   if let Some(map) = cached.filter(|m| m.id == checked.id) {
     return Ok(Some(map));
   }
-  let text = files::read_all(&mut checked, MAX_PERF_MAP_SIZE, Path::new(path), "the perf map")?;
-  Ok(Some(PerfMap { id: checked.id, symbols: parse(&text) }))
+  let skipped = checked.size.saturating_sub(MAX_PERF_MAP_SIZE);
+  let text = files::read_tail(&mut checked, skipped, MAX_PERF_MAP_SIZE, Path::new(path), "the perf map")?;
+  // a cut first line is no line
+  let text = match skipped {
+    0 => &text[..],
+    _ => text.iter().position(|&b| b == b'\n').map_or(&[][..], |newline| &text[newline + 1..]),
+  };
+  Ok(Some(PerfMap { id: checked.id, symbols: parse(text) }))
 }
 
 #[cfg(test)]

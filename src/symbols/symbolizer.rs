@@ -175,8 +175,9 @@ impl Symbolizer {
   /// binaries and libraries, and JIT frames from /tmp/perf-<pid>.map
   /// (node --perf-basic-prof). The process must still be running. A file
   /// of the process that is no regular ELF file (or over 1 GiB), or a perf
-  /// map that is no regular file (or over 64 MiB), leaves its addresses
-  /// unnamed; malformed perf map lines are skipped.
+  /// map that is no regular file, leaves its addresses unnamed; malformed
+  /// perf map lines are skipped, and of a map over 64 MiB the last 64 MiB
+  /// are read.
   #[napi]
   pub fn process(&self, pid: u32, addresses_: Vec<BigInt>) -> Result<Vec<Frame>> {
     guard(|| self.symbolize_process(pid, &addresses(&addresses_)))
@@ -231,7 +232,7 @@ impl Symbolizer {
     if out.iter().any(Option::is_none) {
       let mut perf_maps = self.perf_maps.borrow_mut();
       let cached = perf_maps.remove(&pid);
-      // a perf map that is no regular file, or too big: JIT frames unnamed
+      // a perf map that is no regular file, or a link: JIT frames unnamed
       if let Ok(Some(map)) = perf_map::load(pid, &perf_map::path_of(pid), cached) {
         for (slot, &addr) in out.iter_mut().zip(addrs) {
           if slot.is_none() {
