@@ -290,7 +290,11 @@ export declare class Symbolizer {
   /**
    * Names of user-space addresses of process `pid`: ELF symbols of its
    * binaries and libraries, and JIT frames from /tmp/perf-<pid>.map
-   * (node --perf-basic-prof). The process must still be running.
+   * (node --perf-basic-prof). The process must still be running. A file
+   * of the process that is no regular ELF file (or over 1 GiB), or a perf
+   * map that is no regular file, leaves its addresses unnamed; malformed
+   * perf map lines are skipped, and of a map over 64 MiB the last 64 MiB
+   * are read.
    */
   process(pid: number, addresses: Array<bigint>): Array<Frame>
 }

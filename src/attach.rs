@@ -45,8 +45,8 @@ impl BpfLink {
 
   /// What the program is attached to, e.g. `tracepoint syscalls:sys_enter_openat`.
   #[napi(getter)]
-  pub fn target(&self) -> String {
-    self.target.clone()
+  pub fn target(&self) -> Result<String> {
+    guard(|| Ok(self.target.clone()))
   }
 }
 

@@ -69,8 +69,11 @@ pub struct NativeBuffer {
 impl NativeBuffer {
   /// Stops delivery and frees the buffer (idempotent; returns at once).
   #[napi]
-  pub fn close(&self) {
-    self.sink.close();
+  pub fn close(&self) -> Result<()> {
+    guard(|| {
+      self.sink.close();
+      Ok(())
+    })
   }
 
   /// Whether an open buffer keeps the process alive.
@@ -83,14 +86,20 @@ impl NativeBuffer {
   /// doorbell calls until `resume()` (records wait in the ring, then in the
   /// poller's queue, then are dropped and counted).
   #[napi]
-  pub fn pause(&self) {
-    self.sink.pause();
+  pub fn pause(&self) -> Result<()> {
+    guard(|| {
+      self.sink.pause();
+      Ok(())
+    })
   }
 
   /// The dispatcher has caught up: hand it what is queued.
   #[napi]
-  pub fn resume(&self) {
-    self.sink.resume();
+  pub fn resume(&self) -> Result<()> {
+    guard(|| {
+      self.sink.resume();
+      Ok(())
+    })
   }
 
   /// Copies the records waiting for JavaScript into the dispatcher's own
@@ -115,15 +124,15 @@ impl NativeBuffer {
   /// Records lost so far: dropped because JavaScript fell behind, or (perf
   /// buffers) by the kernel because the buffer was full.
   #[napi(getter)]
-  pub fn lost(&self) -> f64 {
-    self.sink.lost() as f64
+  pub fn lost(&self) -> Result<f64> {
+    guard(|| Ok(self.sink.lost() as f64))
   }
 
   /// The part of `lost` that the library dropped because JavaScript fell
   /// behind (its queue full); the rest the kernel could not write.
   #[napi(getter)]
-  pub fn dropped(&self) -> f64 {
-    self.sink.dropped() as f64
+  pub fn dropped(&self) -> Result<f64> {
+    guard(|| Ok(self.sink.dropped() as f64))
   }
 }
 

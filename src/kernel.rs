@@ -233,7 +233,11 @@ pub struct Features {
 
 /// Probes the running kernel for what node-libbpf can use on it.
 #[napi_derive::napi]
-pub fn features() -> Features {
+pub fn features() -> crate::error::Result<Features> {
+  crate::error::guard(|| Ok(probe_features()))
+}
+
+fn probe_features() -> Features {
   crate::libbpf_log::install();
   // SAFETY: libbpf's probe makes and closes a map of its own; no options.
   let map_type = |t: libbpf_sys::bpf_map_type| unsafe { libbpf_sys::libbpf_probe_bpf_map_type(t, std::ptr::null()) } == 1;

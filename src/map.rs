@@ -208,20 +208,20 @@ impl NativeMap {
 impl NativeMap {
   /// The map's name, type, sizes and layouts.
   #[napi(getter)]
-  pub fn info(&self) -> MapInfo {
-    self.info.clone()
+  pub fn info(&self) -> Result<MapInfo> {
+    guard(|| Ok(self.info.clone()))
   }
 
   /// Whether values are per CPU (one per possible CPU).
   #[napi(getter)]
-  pub fn per_cpu(&self) -> bool {
-    is_per_cpu(self.map_type)
+  pub fn per_cpu(&self) -> Result<bool> {
+    guard(|| Ok(is_per_cpu(self.map_type)))
   }
 
   /// Whether entries cannot be deleted (array maps).
   #[napi(getter)]
-  pub fn is_array(&self) -> bool {
-    is_array(self.map_type)
+  pub fn is_array(&self) -> Result<bool> {
+    guard(|| Ok(is_array(self.map_type)))
   }
 
   /// The bytes stored at `key`, or null.

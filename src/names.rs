@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 use napi_derive::napi;
 use syscalls::Errno;
 
-use crate::error::{err, BpfResult, Code, Result};
+use crate::error::{err, guard, BpfResult, Code, Result};
 
 /// The architecture this addon runs on, by the names `syscallNames` takes.
 const NATIVE_ARCH: &str = if cfg!(target_arch = "aarch64") { "arm64" } else { "x86_64" };
@@ -19,14 +19,18 @@ const NATIVE_ARCH: &str = if cfg!(target_arch = "aarch64") { "arm64" } else { "x
 /// x86_64's x32 syscalls (512 and up) are not in it.
 #[napi(ts_args_type = "arch?: 'x86_64' | 'arm64'")]
 pub fn syscall_names(arch: Option<String>) -> Result<Vec<&'static str>> {
-  Ok(syscall_table(arch.as_deref().unwrap_or(NATIVE_ARCH))?.to_vec())
+  guard(|| Ok(syscall_table(arch.as_deref().unwrap_or(NATIVE_ARCH))?.to_vec()))
 }
 
 /// The name of an errno, kernel-internal ones included (`ERESTARTSYS`,
 /// which a syscall's exit tracepoint can see): `errnoName(115)` and
 /// `errnoName(-115)` are `EINPROGRESS`; null when it has none.
 #[napi]
-pub fn errno_name(errno: i64) -> Option<&'static str> {
+pub fn errno_name(errno: i64) -> Result<Option<&'static str>> {
+  guard(|| Ok(name_of_errno(errno)))
+}
+
+fn name_of_errno(errno: i64) -> Option<&'static str> {
   let errno = i32::try_from(errno.unsigned_abs()).ok()?;
   Errno::new(errno).name()
 }
@@ -103,13 +107,13 @@ mod tests {
   #[test]
   fn every_errno_has_a_name_but_the_two_gaps() {
     // asm-generic/errno.h skips 41 and 58 (EWOULDBLOCK is EAGAIN, EDEADLOCK is EDEADLK)
-    let unnamed: Vec<i64> = (1..=133).filter(|&n| errno_name(n).is_none()).collect();
+    let unnamed: Vec<i64> = (1..=133).filter(|&n| name_of_errno(n).is_none()).collect();
     assert_eq!(unnamed, [41, 58]);
-    assert_eq!(errno_name(115), Some("EINPROGRESS"));
-    assert_eq!(errno_name(-2), Some("ENOENT"));
-    assert_eq!(errno_name(0), None);
-    assert_eq!(errno_name(4096), None);
-    assert_eq!(errno_name(i64::MIN), None);
+    assert_eq!(name_of_errno(115), Some("EINPROGRESS"));
+    assert_eq!(name_of_errno(-2), Some("ENOENT"));
+    assert_eq!(name_of_errno(0), None);
+    assert_eq!(name_of_errno(4096), None);
+    assert_eq!(name_of_errno(i64::MIN), None);
   }
 
   #[test]
@@ -137,7 +141,7 @@ mod tests {
       (531, "ENOGRACE"),
     ];
     for (errno, name) in internal {
-      assert_eq!(errno_name(-errno), Some(name));
+      assert_eq!(name_of_errno(-errno), Some(name));
     }
   }
 }

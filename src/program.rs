@@ -29,14 +29,14 @@ impl BpfProgram {
 impl BpfProgram {
   /// The C function name.
   #[napi(getter)]
-  pub fn name(&self) -> String {
-    self.name.clone()
+  pub fn name(&self) -> Result<String> {
+    guard(|| Ok(self.name.clone()))
   }
 
   /// The ELF section (`SEC("...")`), e.g. `tp/syscalls/sys_enter_openat`.
   #[napi(getter)]
-  pub fn section(&self) -> String {
-    self.section.clone()
+  pub fn section(&self) -> Result<String> {
+    guard(|| Ok(self.section.clone()))
   }
 
   /// What the kernel counts for this program (loads the object if it is

@@ -2,6 +2,12 @@
 //! an ELF file: C structs, C++ structs and classes (inside namespaces too),
 //! Go structs. The offset may be a constant of any form (data1/2/4/8,
 //! udata, sdata) or a DWARF-2 location expression (`DW_OP_plus_uconst N`).
+//!
+//! The file may come from a traced process: the reading is bounded (files.rs),
+//! a compressed section may claim at most 256 MiB (and no more than a
+//! compression ratio of 1024 allows), nesting deeper than 64 scopes is an
+//! error (not a stack overflow), and a location expression runs at most
+//! 1000 steps.
 
 use std::borrow::Cow;
 
@@ -9,8 +15,19 @@ use gimli::{AttributeValue, EvaluationResult, Location, Piece};
 use napi_derive::napi;
 use object::{Object, ObjectSection};
 
-use super::elf::{parse_elf, read_elf};
-use crate::error::{err, BpfError, BpfResult, Code, Result};
+use super::{
+  elf::{parse_elf, read_elf},
+  files::MAX_SECTION_SIZE,
+};
+use crate::error::{err, guard, BpfError, BpfResult, Code, Result};
+
+/// The deepest nesting of namespaces, structs and classes searched.
+const MAX_DEPTH: usize = 64;
+/// The most a compressed section may expand, times its compressed size
+/// (zlib's own limit is about 1032).
+const MAX_RATIO: u64 = 1024;
+/// The most steps a member's location expression runs.
+const MAX_STEPS: u32 = 1000;
 
 /// The byte offset of member `member` in struct `structName`, from the DWARF
 /// of an ELF file (e.g. `runtime.g` and `goid` in a Go binary). A C++ struct
@@ -18,22 +35,22 @@ use crate::error::{err, BpfError, BpfResult, Code, Result};
 /// (`Foo`).
 #[napi]
 pub fn dwarf_member_offset(path: String, struct_name: String, member: String) -> Result<u32> {
-  Ok(member_offset(&path, &struct_name, &member)?)
+  guard(|| member_offset(&path, &struct_name, &member))
 }
 
 fn member_offset(path: &str, struct_name: &str, member: &str) -> BpfResult<u32> {
   let data = read_elf(path)?;
   let file = parse_elf(path, &data)?;
   let endian = if file.is_little_endian() { gimli::RunTimeEndian::Little } else { gimli::RunTimeEndian::Big };
-  let load = |id: gimli::SectionId| -> std::result::Result<Cow<'_, [u8]>, gimli::Error> {
-    Ok(match file.section_by_name(id.name()) {
-      Some(section) => section.uncompressed_data().unwrap_or(Cow::Borrowed(&[][..])),
-      None => Cow::Borrowed(&[][..]),
-    })
+  let load = |id: gimli::SectionId| -> BpfResult<Cow<'_, [u8]>> {
+    match file.section_by_name(id.name()) {
+      Some(section) => section_data(path, id.name(), &section),
+      None => Ok(Cow::Borrowed(&[][..])),
+    }
   };
-  let sections = gimli::DwarfSections::load(load).map_err(|e| dwarf_error(path, e))?;
+  let sections = gimli::DwarfSections::load(load)?;
   let dwarf = sections.borrow(|s| gimli::EndianSlice::new(s, endian));
-  let mut lookup = Lookup { path, struct_name, member, found_struct: false };
+  let mut lookup = Lookup { path, struct_name, member, found_struct: false, depth: 0 };
   let mut units = dwarf.units();
   while let Some(header) = units.next().map_err(|e| dwarf_error(path, e))? {
     let unit = dwarf.unit(header).map_err(|e| dwarf_error(path, e))?;
@@ -61,6 +78,8 @@ struct Lookup<'a> {
   member: &'a str,
   /// A definition of the struct was seen (without the member).
   found_struct: bool,
+  /// How many scopes deep `scope` is.
+  depth: usize,
 }
 
 impl Lookup<'_> {
@@ -96,7 +115,16 @@ impl Lookup<'_> {
         None if tag == gimli::DW_TAG_namespace => "(anonymous namespace)".to_string(),
         None => continue,
       };
-      if let Some(offset) = self.scope(dwarf, unit, child, &qualify(scope, &name))? {
+      if self.depth >= MAX_DEPTH {
+        return err(
+          Code::InvalidObject,
+          format!("reading the DWARF of {}: namespaces and structs nested more than {MAX_DEPTH} deep (a corrupt file?)", self.path),
+        );
+      }
+      self.depth += 1;
+      let found = self.scope(dwarf, unit, child, &qualify(scope, &name));
+      self.depth -= 1;
+      if let Some(offset) = found? {
         return Ok(Some(offset));
       }
     }
@@ -148,6 +176,8 @@ impl Lookup<'_> {
 fn member_location<R: gimli::Reader>(expr: gimli::Expression<R>, encoding: gimli::Encoding) -> Option<u64> {
   let mut eval = expr.evaluation(encoding);
   eval.set_initial_value(0);
+  // DW_OP_skip and DW_OP_bra can loop
+  eval.set_max_iterations(MAX_STEPS);
   if !matches!(eval.evaluate().ok()?, EvaluationResult::Complete) {
     return None;
   }
@@ -186,6 +216,25 @@ fn name_of<R: gimli::Reader>(
   let value = entry.attr_value(gimli::DW_AT_name)?;
   let name = dwarf.attr_string(unit, value).ok()?;
   Some(name.to_string_lossy().ok()?.into_owned())
+}
+
+/// A section's bytes, decompressed if need be: at most MAX_SECTION_SIZE,
+/// and at most MAX_RATIO times the compressed size (a header claiming more
+/// is refused before anything is allocated). An unreadable section is
+/// empty, as a missing one.
+fn section_data<'d>(path: &str, name: &str, section: &object::Section<'d, '_>) -> BpfResult<Cow<'d, [u8]>> {
+  let Ok(compressed) = section.compressed_data() else { return Ok(Cow::Borrowed(&[][..])) };
+  if compressed.format != object::CompressionFormat::None {
+    let claimed = compressed.uncompressed_size;
+    let allowed = MAX_SECTION_SIZE.min((compressed.data.len() as u64).saturating_mul(MAX_RATIO).saturating_add(4096));
+    if claimed > allowed {
+      return err(
+        Code::InvalidObject,
+        format!("reading the DWARF of {path}: section {name} claims {claimed} bytes decompressed, more than the {allowed} allowed"),
+      );
+    }
+  }
+  Ok(compressed.decompress().unwrap_or(Cow::Borrowed(&[][..])))
 }
 
 fn dwarf_error(path: &str, e: gimli::Error) -> BpfError {

@@ -1,11 +1,12 @@
-//! `elfSymbols`: the function symbols of an ELF file, and the reading and
-//! parsing of ELF files that `dwarf` shares.
+//! `elfSymbols`: the function symbols of an ELF file, and the parsing of
+//! ELF files that `dwarf` shares (reading them: files.rs).
 
 use napi::bindgen_prelude::BigInt;
 use napi_derive::napi;
 use object::{Object, ObjectSection};
 
-use crate::error::{BpfError, BpfResult, Code, Result};
+pub(super) use super::files::read_elf;
+use crate::error::{guard, BpfError, BpfResult, Code, Result};
 
 /// A function symbol of an ELF file.
 #[napi(object)]
@@ -23,9 +24,13 @@ pub struct ElfSymbol {
 /// `pthread_mutex_*` of libc.
 #[napi]
 pub fn elf_symbols(path: String) -> Result<Vec<ElfSymbol>> {
+  guard(|| symbols(&path))
+}
+
+fn symbols(path: &str) -> BpfResult<Vec<ElfSymbol>> {
   use object::{ObjectSymbol, SymbolKind};
-  let data = read_elf(&path)?;
-  let file = parse_elf(&path, &data)?;
+  let data = read_elf(path)?;
+  let file = parse_elf(path, &data)?;
   let mut seen = std::collections::HashSet::new();
   let mut out = Vec::new();
   for sym in file.symbols().chain(file.dynamic_symbols()) {
@@ -40,23 +45,15 @@ pub fn elf_symbols(path: String) -> Result<Vec<ElfSymbol>> {
     let file_offset = sym
       .section_index()
       .and_then(|i| file.section_by_index(i).ok())
-      .and_then(|sec| sec.file_range().map(|(off, _)| sym.address() - sec.address() + off));
+      .and_then(|sec| sec.file_range().and_then(|(off, _)| sym.address().checked_sub(sec.address())?.checked_add(off)));
     out.push(ElfSymbol {
       name: name.to_string(),
       address: BigInt::from(sym.address()),
       file_offset: file_offset.map(BigInt::from),
-      size: (sym.size() > 0).then_some(sym.size() as u32),
+      size: (sym.size() > 0).then_some(sym.size().min(u64::from(u32::MAX)) as u32),
     });
   }
   Ok(out)
-}
-
-/// The bytes of an ELF file (`ENOENT` when it does not exist).
-pub(super) fn read_elf(path: &str) -> BpfResult<Vec<u8>> {
-  std::fs::read(path).map_err(|e| match e.kind() {
-    std::io::ErrorKind::NotFound => BpfError::new(Code::NotFound, format!("{path} does not exist")),
-    _ => BpfError::new(Code::InvalidObject, format!("reading {path}: {e}")),
-  })
 }
 
 /// The parsed ELF file (`ERR_BPF_INVALID_OBJECT` when it is not one).

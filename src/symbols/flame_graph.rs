@@ -2,7 +2,7 @@
 
 use napi_derive::napi;
 
-use crate::error::{BpfError, Code, Result};
+use crate::error::{guard, BpfError, Code, Result};
 
 /// Options of `flameGraph`.
 #[napi(object)]
@@ -17,16 +17,18 @@ pub struct FlameGraphOptions {
 /// line, root first, as `stackcount --folded` prints them (inferno).
 #[napi]
 pub fn flame_graph(folded: String, options: Option<FlameGraphOptions>) -> Result<String> {
-  let options = options.unwrap_or_default();
-  let mut opts = inferno::flamegraph::Options::default();
-  if let Some(title) = options.title {
-    opts.title = title;
-  }
-  if let Some(count_name) = options.count_name {
-    opts.count_name = count_name;
-  }
-  let mut svg = Vec::new();
-  inferno::flamegraph::from_lines(&mut opts, folded.lines(), &mut svg)
-    .map_err(|e| BpfError::new(Code::InvalidValue, format!("making the flame graph: {e} (give folded stacks: 'a;b;c 12' per line)")))?;
-  Ok(String::from_utf8_lossy(&svg).into_owned())
+  guard(|| {
+    let options = options.unwrap_or_default();
+    let mut opts = inferno::flamegraph::Options::default();
+    if let Some(title) = options.title {
+      opts.title = title;
+    }
+    if let Some(count_name) = options.count_name {
+      opts.count_name = count_name;
+    }
+    let mut svg = Vec::new();
+    inferno::flamegraph::from_lines(&mut opts, folded.lines(), &mut svg)
+      .map_err(|e| BpfError::new(Code::InvalidValue, format!("making the flame graph: {e} (give folded stacks: 'a;b;c 12' per line)")))?;
+    Ok(String::from_utf8_lossy(&svg).into_owned())
+  })
 }

@@ -8,8 +8,12 @@
 //! - `elf`: `elfSymbols` and the ELF reading shared with `dwarf`
 //! - `dwarf`: `dwarfMemberOffset`
 //! - `flame_graph`: `flameGraph` (inferno)
+//! - `files`: bounded reads of files a traced process controls
+//! - `perf_map`: the perf map of a process (JIT frames)
 
 mod dwarf;
 mod elf;
+mod files;
 mod flame_graph;
+mod perf_map;
 mod symbolizer;

@@ -1,14 +1,43 @@
 //! `Symbolizer`: addresses to function names with blazesym (kernel frames
 //! from /proc/kallsyms, native frames from ELF, JavaScript frames from the
 //! perf map that `node --perf-basic-prof` writes).
+//!
+//! A process's addresses are not handed to blazesym's process source,
+//! which mmaps the target's files where they lie (a file truncated by the
+//! target under the mapping SIGBUSes the tracer; a FIFO or a device in its
+//! maps would be opened too) and its perf map (same, and one malformed line
+//! fails the whole call). Instead, here: /proc/PID/maps says which file
+//! each address is in; that file (through /proc/PID/map_files, the very
+//! file mapped, or else /proc/PID/root + its path without following links)
+//! must be a regular ELF file of at most 1 GiB; blazesym symbolizes a
+//! sealed memfd copy of it (files.rs); addresses in no file, or in none
+//! that names them, are looked up in the perf map, read and parsed here
+//! (perf_map.rs); [vdso] addresses alone go to blazesym's process source.
 
-use std::path::Path;
+use std::{
+  cell::{Cell, RefCell},
+  collections::{BTreeMap, HashMap},
+  fs::File,
+  io::Read,
+  os::fd::AsRawFd,
+  path::{Path, PathBuf},
+};
 
-use blazesym::symbolize::{self, source, Input, Symbolized, Symbolizer as BlazeSymbolizer};
+use blazesym::symbolize::{self, source, Input, Sym, Symbolized, Symbolizer as BlazeSymbolizer};
 use napi::bindgen_prelude::BigInt;
 use napi_derive::napi;
 
-use crate::error::{BpfError, Code, Result};
+use super::{
+  files::{self, FileId, Links, MAX_ELF_SIZE},
+  perf_map::{self, PerfMap},
+};
+use crate::error::{guard, BpfError, BpfResult, Code, Result};
+
+/// The most memory the sealed copies of one `Symbolizer` take; files past
+/// it are not symbolized (their frames are unknown).
+const MAX_COPIES_SIZE: u64 = 4 << 30;
+/// The most of /proc/PID/maps read.
+const MAX_MAPS_SIZE: u64 = 64 << 20;
 
 /// A symbolized address.
 #[napi(object)]
@@ -30,20 +59,35 @@ pub struct Frame {
 #[napi]
 pub struct Symbolizer {
   inner: BlazeSymbolizer,
+  /// Sealed copies of the target files symbolized, by the original's
+  /// identity (None: a file refused, not tried again).
+  copies: RefCell<HashMap<FileId, Option<File>>>,
+  copied: Cell<u64>,
+  /// Each process's perf map, parsed, by pid.
+  perf_maps: RefCell<HashMap<u32, PerfMap>>,
+}
+
+/// A frame without a symbol.
+fn unknown() -> Frame {
+  Frame { name: None, module: None, offset: 0, file: None, line: None }
+}
+
+fn frame(sym: Sym<'_>, module: Option<String>) -> Frame {
+  Frame {
+    name: Some(sym.name.into_owned()),
+    module: module.or_else(|| sym.module.map(|m| m.to_string_lossy().into_owned())),
+    offset: sym.offset as u32,
+    file: sym.code_info.as_ref().map(|c| c.to_path().to_string_lossy().into_owned()),
+    line: sym.code_info.as_ref().and_then(|c| c.line),
+  }
 }
 
 fn frames(results: Vec<Symbolized<'_>>) -> Vec<Frame> {
   results
     .into_iter()
     .map(|s| match s {
-      Symbolized::Sym(sym) => Frame {
-        name: Some(sym.name.into_owned()),
-        module: sym.module.map(|m| m.to_string_lossy().into_owned()),
-        offset: sym.offset as u32,
-        file: sym.code_info.as_ref().map(|c| c.to_path().to_string_lossy().into_owned()),
-        line: sym.code_info.as_ref().and_then(|c| c.line),
-      },
-      Symbolized::Unknown(_) => Frame { name: None, module: None, offset: 0, file: None, line: None },
+      Symbolized::Sym(sym) => frame(sym, None),
+      Symbolized::Unknown(_) => unknown(),
     })
     .collect()
 }
@@ -52,43 +96,199 @@ fn addresses(addrs: &[BigInt]) -> Vec<u64> {
   addrs.iter().map(|a| a.get_u64().1).collect()
 }
 
+/// A line of /proc/PID/maps.
+struct Mapping {
+  start: u64,
+  end: u64,
+  offset: u64,
+  inode: u64,
+  /// The path (without ` (deleted)`), `[vdso]`, `[heap]`, or ''.
+  path: String,
+}
+
+/// The mappings of process `pid`, sorted by address.
+fn read_maps(pid: u32) -> BpfResult<Vec<Mapping>> {
+  let path = format!("/proc/{pid}/maps");
+  let mut text = String::new();
+  File::open(&path)
+    .and_then(|f| f.take(MAX_MAPS_SIZE).read_to_string(&mut text))
+    .map_err(|e| match e.kind() {
+      std::io::ErrorKind::NotFound => BpfError::new(Code::NotFound, format!("process {pid} does not exist (symbolize while it runs)")),
+      _ => BpfError::new(Code::InvalidValue, format!("reading {path}: {e}")),
+    })?;
+  let mut maps: Vec<Mapping> = text.lines().filter_map(parse_maps_line).collect();
+  maps.sort_by_key(|m| m.start);
+  Ok(maps)
+}
+
+fn parse_maps_line(line: &str) -> Option<Mapping> {
+  // start-end perms offset dev inode   path (which may hold spaces)
+  let mut rest = line;
+  let mut field = || {
+    let trimmed = rest.trim_start();
+    let end = trimmed.find(' ').unwrap_or(trimmed.len());
+    let (f, r) = trimmed.split_at(end);
+    rest = r;
+    f
+  };
+  let (range, _perms, offset, _dev, inode) = (field(), field(), field(), field(), field());
+  let (start, end) = range.split_once('-')?;
+  let path = rest.trim_start();
+  Some(Mapping {
+    start: u64::from_str_radix(start, 16).ok()?,
+    end: u64::from_str_radix(end, 16).ok()?,
+    offset: u64::from_str_radix(offset, 16).ok()?,
+    inode: inode.parse().ok()?,
+    path: path.strip_suffix(" (deleted)").unwrap_or(path).to_string(),
+  })
+}
+
 #[napi]
 impl Symbolizer {
   #[napi(constructor)]
   #[allow(clippy::new_without_default)]
-  pub fn new() -> Self {
-    Symbolizer { inner: BlazeSymbolizer::new() }
+  pub fn new() -> Result<Self> {
+    guard(|| {
+      Ok(Symbolizer {
+        inner: BlazeSymbolizer::new(),
+        copies: RefCell::new(HashMap::new()),
+        copied: Cell::new(0),
+        perf_maps: RefCell::new(HashMap::new()),
+      })
+    })
   }
 
   /// Names of kernel addresses (from /proc/kallsyms).
   #[napi]
   pub fn kernel(&self, addresses_: Vec<BigInt>) -> Result<Vec<Frame>> {
-    let src = symbolize::source::Source::Kernel(source::Kernel { debug_syms: false, ..Default::default() });
-    let found = self
-      .inner
-      .symbolize(&src, Input::AbsAddr(&addresses(&addresses_)))
-      .map_err(|e| BpfError::new(Code::Attach, format!("symbolizing kernel addresses: {e}")))?;
-    Ok(frames(found))
+    guard(|| {
+      let src = symbolize::source::Source::Kernel(source::Kernel { debug_syms: false, ..Default::default() });
+      let found = self
+        .inner
+        .symbolize(&src, Input::AbsAddr(&addresses(&addresses_)))
+        .map_err(|e| BpfError::new(Code::Attach, format!("symbolizing kernel addresses: {e}")))?;
+      Ok(frames(found))
+    })
   }
 
   /// Names of user-space addresses of process `pid`: ELF symbols of its
   /// binaries and libraries, and JIT frames from /tmp/perf-<pid>.map
-  /// (node --perf-basic-prof). The process must still be running.
+  /// (node --perf-basic-prof). The process must still be running. A file
+  /// of the process that is no regular ELF file (or over 1 GiB), or a perf
+  /// map that is no regular file, leaves its addresses unnamed; malformed
+  /// perf map lines are skipped, and of a map over 64 MiB the last 64 MiB
+  /// are read.
   #[napi]
   pub fn process(&self, pid: u32, addresses_: Vec<BigInt>) -> Result<Vec<Frame>> {
-    if !Path::new(&format!("/proc/{pid}")).exists() {
-      return Err(BpfError::new(Code::NotFound, format!("process {pid} does not exist (symbolize while it runs)")).into());
+    guard(|| self.symbolize_process(pid, &addresses(&addresses_)))
+  }
+}
+
+impl Symbolizer {
+  fn symbolize_process(&self, pid: u32, addrs: &[u64]) -> BpfResult<Vec<Frame>> {
+    if pid == 0 || !Path::new(&format!("/proc/{pid}")).exists() {
+      return Err(BpfError::new(Code::NotFound, format!("process {pid} does not exist (symbolize while it runs)")));
     }
-    // ELF symbols are enough for names; node's DWARF alone is ~100 MB
-    let src = symbolize::source::Source::Process(source::Process {
-      perf_map: true,
-      debug_syms: false,
-      ..source::Process::new(pid.into())
+    let maps = read_maps(pid)?;
+    let mut out: Vec<Option<Frame>> = addrs.iter().map(|_| None).collect();
+    // the addresses of each file-backed mapping, and those in the vDSO
+    let mut in_files: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+    let mut in_vdso = Vec::new();
+    for (i, &addr) in addrs.iter().enumerate() {
+      let Some(j) = maps.partition_point(|m| m.start <= addr).checked_sub(1).filter(|&j| addr < maps[j].end) else {
+        continue;
+      };
+      if maps[j].path == "[vdso]" {
+        in_vdso.push(i);
+      } else if maps[j].inode != 0 && maps[j].path.starts_with('/') {
+        in_files.entry(j).or_default().push(i);
+      }
+    }
+    for (j, which) in in_files {
+      let m = &maps[j];
+      let Some(copy) = self.sealed_copy(pid, m) else { continue };
+      let offsets: Vec<u64> = which.iter().map(|&i| (addrs[i] - m.start).saturating_add(m.offset)).collect();
+      let src = source::Source::Elf(source::Elf { debug_syms: false, ..source::Elf::new(copy) });
+      // a file blazesym cannot read leaves its addresses unnamed
+      let Ok(found) = self.inner.symbolize(&src, Input::FileOffset(&offsets)) else { continue };
+      for (i, s) in which.into_iter().zip(found) {
+        if let Symbolized::Sym(sym) = s {
+          out[i] = Some(frame(sym, Some(m.path.clone())));
+        }
+      }
+    }
+    if !in_vdso.is_empty() {
+      let vdso: Vec<u64> = in_vdso.iter().map(|&i| addrs[i]).collect();
+      let src = source::Source::Process(source::Process { perf_map: false, debug_syms: false, ..source::Process::new(pid.into()) });
+      if let Ok(found) = self.inner.symbolize(&src, Input::AbsAddr(&vdso)) {
+        for (i, s) in in_vdso.into_iter().zip(found) {
+          if let Symbolized::Sym(sym) = s {
+            out[i] = Some(frame(sym, None));
+          }
+        }
+      }
+    }
+    // the rest: JIT code, named by the perf map if the process writes one
+    if out.iter().any(Option::is_none) {
+      let mut perf_maps = self.perf_maps.borrow_mut();
+      let cached = perf_maps.remove(&pid);
+      // a perf map that is no regular file, or a link: JIT frames unnamed
+      if let Ok(Some(map)) = perf_map::load(pid, &perf_map::path_of(pid), cached) {
+        for (slot, &addr) in out.iter_mut().zip(addrs) {
+          if slot.is_none() {
+            *slot = map.find(addr).map(|(s, offset)| Frame {
+              name: Some(s.name.clone()),
+              module: None,
+              offset: offset.min(u64::from(u32::MAX)) as u32,
+              file: None,
+              line: None,
+            });
+          }
+        }
+        perf_maps.insert(pid, map);
+      }
+    }
+    Ok(out.into_iter().map(|f| f.unwrap_or_else(unknown)).collect())
+  }
+
+  /// `/proc/self/fd/N` of a sealed copy of the file that mapping `m` of
+  /// process `pid` maps, made once per file; None when the file is no
+  /// regular ELF file, is too big, or cannot be read.
+  fn sealed_copy(&self, pid: u32, m: &Mapping) -> Option<PathBuf> {
+    // the very file mapped (needs CAP_SYS_ADMIN), else its path, resolved
+    // in the process's root (files.rs)
+    let by_fd = PathBuf::from(format!("/proc/{pid}/map_files/{:x}-{:x}", m.start, m.end));
+    let checked = files::open_regular(&by_fd, Links::Follow, MAX_ELF_SIZE, "the mapped file")
+      .or_else(|e| match e.code {
+        Code::Permission => files::open_in_root(pid, &m.path, MAX_ELF_SIZE, "the mapped file"),
+        _ => Err(e),
+      })
+      .ok()?;
+    let mut copies = self.copies.borrow_mut();
+    let copy = copies.entry(checked.id).or_insert_with(|| {
+      if !files::has_elf_magic(&checked) || self.copied.get() + checked.size > MAX_COPIES_SIZE {
+        return None;
+      }
+      let copy = files::sealed_copy(&checked).ok()?;
+      self.copied.set(self.copied.get() + checked.size);
+      Some(copy)
     });
-    let found = self
-      .inner
-      .symbolize(&src, Input::AbsAddr(&addresses(&addresses_)))
-      .map_err(|e| BpfError::new(Code::Attach, format!("symbolizing addresses of process {pid}: {e}")))?;
-    Ok(frames(found))
+    copy.as_ref().map(|f| PathBuf::from(format!("/proc/self/fd/{}", f.as_raw_fd())))
+  }
+}
+
+#[cfg(test)]
+mod tests {
+  use super::*;
+
+  #[test]
+  fn maps_lines_parse_with_spaces_in_paths() {
+    let m = parse_maps_line("7f00-7f80 r-xp 00001000 fd:01 1234    /opt/my app/lib x.so (deleted)").unwrap();
+    assert_eq!((m.start, m.end, m.offset, m.inode), (0x7f00, 0x7f80, 0x1000, 1234));
+    assert_eq!(m.path, "/opt/my app/lib x.so");
+    let anon = parse_maps_line("7f00-7f80 rw-p 00000000 00:00 0 ").unwrap();
+    assert_eq!((anon.inode, anon.path.as_str()), (0, ""));
+    assert_eq!(parse_maps_line("7f00-7f80 r-xp 00000000 00:00 0 [vdso]").unwrap().path, "[vdso]");
+    assert!(parse_maps_line("garbage").is_none());
   }
 }
