@@ -16,6 +16,7 @@ const { BpfMap } = require('./lib/map');
 const { EventBuffer } = require('./lib/buffer');
 const { objectPath, objectNames } = require('./lib/objects');
 const { monitor, Monitor, excludeLibraryThreads } = require('./lib/monitor');
+const { profile, Profiler, ProfileWindow } = require('./lib/profile');
 
 module.exports = {
   loadBpfProgram,
@@ -29,6 +30,9 @@ module.exports = {
   features,
   monitor,
   Monitor,
+  profile,
+  Profiler,
+  ProfileWindow,
   libraryThreads,
   excludeLibraryThreads,
   Symbolizer,

@@ -1,0 +1,556 @@
+'use strict';
+/**
+ * Profiles of this process, in process (bpf/profile.bpf.c): where its
+ * threads spend the CPU and where its main thread waits off it, with
+ * kernel, native and JavaScript frames in one stack, for a window of N
+ * seconds at a time, as pprof (Pyroscope, Parca, `go tool pprof`), folded
+ * stacks or a flame graph.
+ *
+ *   const profiler = bpf.profile();                   // loads; samples nothing yet
+ *   const w = await profiler.collect({ seconds: 10 });  // samples for 10 s
+ *   fs.writeFileSync('cpu.pb.gz', w.pprof('cpu'));      // or 'offCpu'
+ *   http.createServer((req, res) => profiler.handler()(req, res) || app(req, res));
+ *   profiler.close();
+ *
+ * Nothing runs in the kernel between windows (as Go's /debug/pprof/profile):
+ * a window attaches a cpu-clock perf event on every CPU (filtered to this
+ * process in the program) and, for off-CPU stacks, tp_btf sched_switch; at
+ * its end it detaches them, reads the counts and empties the maps. One
+ * window at a time: a second collect() while one runs is ERR_BPF_BUSY (the
+ * handler's 409).
+ *
+ * JavaScript names come from the perf map node writes when started with
+ * --perf-basic-prof (or --perf-basic-prof-only-functions with
+ * --interpreted-frames-native-stack); it cannot be turned on at run time.
+ * Without one, JIT frames are named `[JIT code: run node with
+ * --perf-basic-prof]` and the profile says so in a comment.
+ */
+const fs = require('node:fs');
+const native = require('./native');
+const { loadBpfProgram } = require('./object');
+const { objectPath } = require('./objects');
+const stacks = require('./stacks');
+const pprof = require('./pprof');
+
+const EFAULT = 14;
+const DEFAULT_FREQUENCY = 99;
+const MAX_FREQUENCY = 1000;
+const DEFAULT_MAX_SECONDS = 300;
+const NO_PERF_MAP = '[JIT code: run node with --perf-basic-prof]';
+const KIND_NAMES = ['cpu', 'offCpu'];
+
+function codedError(code, message) {
+  const err = new Error(message);
+  err.code = code;
+  return err;
+}
+
+/**
+ * This process's ids as the kernel sees them (`{ tgid, toLocal(tid) }`):
+ * lib/pidns.js translates them inside a pid namespace where it is there;
+ * on the host they are the same.
+ */
+function ownIds() {
+  let pidns;
+  try {
+    pidns = require('./pidns');
+  } catch (err) {
+    if (err.code !== 'MODULE_NOT_FOUND' || !/pidns/.test(err.message)) throw err;
+  }
+  if (!pidns || pidns.inInitialNamespace()) return { tgid: process.pid, tids: null };
+  const ids = pidns.kernelIds(process.pid);
+  return { tgid: ids.tgid, tids: ids.tids };
+}
+
+/** The executable mappings of this process (/proc/self/maps), sorted by start. */
+function readMappings() {
+  const out = [];
+  for (const line of fs.readFileSync('/proc/self/maps', 'utf8').split('\n')) {
+    const m = /^([0-9a-f]+)-([0-9a-f]+) (\S+) ([0-9a-f]+) \S+ (\d+)\s*(.*)$/.exec(line);
+    if (!m || !m[3].includes('x')) continue;
+    const file = m[6].startsWith('/') && m[5] !== '0';
+    out.push({ start: Number.parseInt(m[1], 16), end: Number.parseInt(m[2], 16), offset: Number.parseInt(m[4], 16), path: file ? m[6].replace(/ \(deleted\)$/, '') : '[jit]', file });
+  }
+  return out.sort((a, b) => a.start - b.start);
+}
+
+/** The mapping of `maps` that holds `address`, or undefined. */
+function mappingAt(maps, address) {
+  let lo = 0;
+  let hi = maps.length - 1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >> 1;
+    if (address < maps[mid].start) hi = mid - 1;
+    else if (address >= maps[mid].end) lo = mid + 1;
+    else return maps[mid];
+  }
+  return undefined;
+}
+
+/** What a thread is, by its name (/proc/self/task/TID/comm; Node 20 names them all `node`). */
+function threadKind(tid, comm, { tgid, library }) {
+  if (tid === tgid) return 'main';
+  if (library.has(tid)) return 'node-libbpf';
+  if (comm === 'libuv-worker') return 'libuv pool';
+  if (/V8Worker$/.test(comm)) return 'V8 worker';
+  if (comm === 'DelayedTaskSche') return 'V8 delayed tasks';
+  if (comm === 'SignalInspector' || comm === 'inspector') return 'inspector';
+  return 'other';
+}
+
+function checkSeconds(seconds, max, what) {
+  if (typeof seconds !== 'number' || !Number.isFinite(seconds) || seconds <= 0 || seconds > max) {
+    throw codedError('ERR_BPF_INVALID_VALUE', `${what}: seconds must be a number above 0 and at most ${max}, got ${seconds}`);
+  }
+}
+
+function checkOptions(options) {
+  if (options !== undefined && (options === null || typeof options !== 'object')) {
+    throw codedError('ERR_INVALID_ARG_TYPE', `profile(options): options must be an object, got ${options}`);
+  }
+  const known = ['frequency', 'offCpu', 'minOffCpu', 'idle', 'maxSeconds'];
+  const unknown = Object.keys(options ?? {}).filter((k) => !known.includes(k));
+  if (unknown.length) throw codedError('ERR_BPF_UNKNOWN_NAME', `profile(): no option named ${unknown.join(', ')}; the options are ${known.join(', ')}`);
+  const o = { frequency: DEFAULT_FREQUENCY, offCpu: true, minOffCpu: 0.001, idle: false, maxSeconds: DEFAULT_MAX_SECONDS, ...options };
+  if (typeof o.frequency !== 'number' || !Number.isInteger(o.frequency) || o.frequency < 1 || o.frequency > MAX_FREQUENCY) {
+    throw codedError('ERR_BPF_INVALID_VALUE', `profile(): frequency is samples per second per CPU, an integer from 1 to ${MAX_FREQUENCY} (default ${DEFAULT_FREQUENCY}), got ${o.frequency}`);
+  }
+  if (typeof o.minOffCpu !== 'number' || !(o.minOffCpu >= 0 && o.minOffCpu <= 60)) {
+    throw codedError('ERR_BPF_INVALID_VALUE', `profile(): minOffCpu is the shortest off-CPU interval counted, in seconds (0 to 60, default 0.001), got ${o.minOffCpu}`);
+  }
+  if (typeof o.maxSeconds !== 'number' || !(o.maxSeconds > 0 && o.maxSeconds <= 86400)) {
+    throw codedError('ERR_BPF_INVALID_VALUE', `profile(): maxSeconds is the longest window, in seconds (at most 86400, default ${DEFAULT_MAX_SECONDS}), got ${o.maxSeconds}`);
+  }
+  for (const k of ['offCpu', 'idle']) if (typeof o[k] !== 'boolean') throw codedError('ERR_INVALID_ARG_TYPE', `profile(): ${k} is true or false, got ${o[k]}`);
+  return o;
+}
+
+/** One window's stacks, named: `cpu` and `offCpu` (see lib/pprof.js), and how to export them. */
+class ProfileWindow {
+  constructor(data) {
+    Object.assign(this, data);
+  }
+
+  /** The window's `kind` ('cpu' or 'offCpu') profile as gzipped pprof (a Buffer). */
+  pprof(kind = 'cpu') {
+    checkKind(kind);
+    return pprof.encode(this, kind);
+  }
+
+  /**
+   * Folded stacks (`thread;outer;...;inner value`, kernel frames marked
+   * `_[k]`), as flame graph tools and Pyroscope's `format=folded` take
+   * them: values are samples (cpu) or microseconds (offCpu).
+   */
+  folded(kind = 'cpu') {
+    checkKind(kind);
+    return stacks.foldStacks(
+      this[kind].map((s) => ({
+        comm: s.thread,
+        user: s.frames.filter((f) => f.kind !== 'kernel').map((f) => f.label),
+        kernel: s.frames.filter((f) => f.kind === 'kernel').map((f) => f.name),
+        count: kind === 'cpu' ? s.count : Math.round(s.ns / 1000),
+      })),
+    );
+  }
+
+  /** A flame graph (SVG, inferno) of the window's `kind` stacks. */
+  flameGraph(kind = 'cpu', options = {}) {
+    const title = kind === 'cpu' ? `CPU, ${this.frequency} Hz, ${this.durationNs / 1e9} s` : `Off CPU (main thread), ${this.durationNs / 1e9} s`;
+    return native.flameGraph(this.folded(kind), { title, countName: kind === 'cpu' ? 'samples' : 'µs', ...options });
+  }
+}
+
+function checkKind(kind) {
+  if (!KIND_NAMES.includes(kind)) throw codedError('ERR_BPF_INVALID_VALUE', `a profile's kind is 'cpu' or 'offCpu', got ${kind}`);
+}
+
+// closed on garbage collection, as a BpfObject is
+const forgotten = new FinalizationRegistry((obj) => {
+  if (obj.closed) return;
+  obj.close();
+  process.emitWarning('a profiler was closed on garbage collection; close it with profiler.close() when done', 'NodeLibbpfWarning');
+});
+
+class Profiler {
+  #obj;
+  #options;
+  #ids;
+  #symbolizer;
+  #busy = null; // what holds the window: 'a collect()', 'a push to URL'
+  #abort = null; // ends the running window early
+  #pushes = new Set();
+
+  /** Not for users: `bpf.profile(options)` makes one. */
+  constructor(options) {
+    this.#options = checkOptions(options);
+    const { syscallNumber } = require('./names'); // (not at load: lib/names requires the package's entry)
+    this.#ids = ownIds();
+    const obj = loadBpfProgram(objectPath('profile'));
+    try {
+      obj.setGlobalVariable('target_pid', this.#ids.tgid);
+      obj.setGlobalVariable('min_offcpu_ns', BigInt(Math.round(this.#options.minOffCpu * 1e9)));
+      obj.setGlobalVariable('offcpu_idle', this.#options.idle);
+      for (const n of ['epoll_wait', 'epoll_pwait', 'epoll_pwait2']) obj.setGlobalVariable(`nr_${n}`, syscallNumber(n) ?? -1);
+      obj.load();
+    } catch (err) {
+      obj.close();
+      throw err;
+    }
+    this.#obj = obj;
+    this.#symbolizer = new stacks.StackSymbolizer(native);
+    forgotten.register(this, obj, this);
+  }
+
+  /** The options in force (defaults filled in). */
+  get options() {
+    return { ...this.#options };
+  }
+
+  /** Whether close() was called. */
+  get closed() {
+    return this.#obj === undefined || this.#obj.closed;
+  }
+
+  /** Whether a window is being collected (by collect(), the handler or a push). */
+  get busy() {
+    return this.#busy !== null;
+  }
+
+  #check() {
+    if (this.closed) throw codedError('ERR_BPF_CLOSED', 'the profiler is closed: start another with bpf.profile()');
+  }
+
+  /**
+   * Samples for `seconds` (a window), then resolves to a ProfileWindow of
+   * its on-CPU and off-CPU stacks. `signal` (an AbortSignal) ends the window
+   * early (what was counted until then is kept). Rejects with ERR_BPF_BUSY
+   * while another window runs, ERR_BPF_INVALID_VALUE for seconds not in
+   * (0, maxSeconds].
+   */
+  async collect({ seconds, signal } = {}) {
+    return this.#collect({ seconds, signal }, 'a collect()');
+  }
+
+  async #collect({ seconds, signal }, who) {
+    this.#check();
+    checkSeconds(seconds, this.#options.maxSeconds, 'profiler.collect()');
+    if (this.#busy) throw codedError('ERR_BPF_BUSY', `profiler.collect(): ${this.#busy} is collecting a window; one window at a time (wait for it, or start another profiler)`);
+    this.#busy = who;
+    const links = [];
+    const obj = this.#obj;
+    let startNs;
+    let startHr;
+    try {
+      for (const map of ['counts', 'offcpu', 'stacks', 'chains']) obj.getMap(map).clear();
+      const periodNs = Math.round(1e9 / this.#options.frequency);
+      startNs = BigInt(Date.now()) * 1000000n;
+      startHr = process.hrtime.bigint();
+      // every CPU, filtered in the kernel: a perf event for a pid samples only its main thread
+      links.push(obj.attachPerfEvent('handle_sample', { event: 'cpu-clock', period: periodNs }));
+      if (this.#options.offCpu) links.push(obj.attach('handle_sched_switch'));
+      await new Promise((resolve) => {
+        const timer = setTimeout(done, seconds * 1000);
+        const abort = () => done();
+        function done() {
+          clearTimeout(timer);
+          signal?.removeEventListener('abort', abort);
+          resolve();
+        }
+        this.#abort = done;
+        if (signal?.aborted) done();
+        else signal?.addEventListener('abort', abort, { once: true });
+      });
+      this.#abort = null;
+      for (const link of links.splice(0)) link.detach();
+      if (this.closed) throw codedError('ERR_BPF_CLOSED', 'profiler.collect(): the profiler was closed during the window');
+      const durationNs = Number(process.hrtime.bigint() - startHr);
+      return new ProfileWindow(this.#read({ startNs, durationNs, periodNs }));
+    } finally {
+      this.#abort = null;
+      for (const link of links) link.detach();
+      this.#busy = null;
+    }
+  }
+
+  /** The window's counts, named, and the maps emptied for the next. */
+  #read({ startNs, durationNs, periodNs }) {
+    const obj = this.#obj;
+    const stackMap = obj.getMap('stacks');
+    const cpuRows = obj.getMap('counts', { int64: 'number' }).getBatch();
+    const offRows = obj.getMap('offcpu').getBatch();
+    const chainMap = obj.getMap('chains');
+    const dropped = { samples: Number(obj.getGlobalVariable('dropped_samples')), offCpu: Number(obj.getGlobalVariable('dropped_offcpu')) };
+    const cache = new Map();
+    const stack = (id) => {
+      if (id < 0) return [];
+      if (!cache.has(id)) cache.set(id, (stackMap.get(id) ?? []).filter((a) => a !== 0n));
+      return cache.get(id);
+    };
+    const rows = [...cpuRows.map(([k, v]) => ({ k, count: v, kind: 'cpu' })), ...offRows.map(([k, v]) => ({ k, count: Number(v.count), ns: Number(v.total_ns), kind: 'offCpu' }))];
+    const userAddrs = new Set();
+    const kernelAddrs = new Set();
+    for (const r of rows) {
+      r.user = stack(r.k.user_stack);
+      r.kernel = stack(r.k.kernel_stack);
+      // off CPU in a library without frame pointers: the frames recovered above it (bpf/profile.bpf.c recover_chain)
+      const chain = r.k.user_chain ? chainMap.get(r.k.user_chain)?.ips?.filter((a) => a !== 0n) : undefined;
+      if (chain && chain.length > r.user.length) r.user = [...r.user.slice(0, 1), ...chain];
+      for (const a of r.user) userAddrs.add(a);
+      for (const a of r.kernel) kernelAddrs.add(a);
+    }
+    // JIT code moves and the perf map grows: user names are looked up afresh every window
+    this.#symbolizer.cache.delete(process.pid);
+    const perfMap = stacks.hasPerfMap(process.pid);
+    const maps = readMappings();
+    const userList = [...userAddrs];
+    const kernelList = [...kernelAddrs];
+    const userNames = new Map(userList.length ? this.#symbolizer.user(process.pid, userList).map((n, i) => [userList[i], n]) : []);
+    const kernelNames = new Map(kernelList.length ? this.#symbolizer.kernel(kernelList).map((n, i) => [kernelList[i], n]) : []);
+    const frames = new Map(); // 'u'/'k' + address -> frame
+    const userFrame = (a) => {
+      const key = `u${a}`;
+      if (frames.has(key)) return frames.get(key);
+      const address = Number(a);
+      const mapping = mappingAt(maps, address);
+      let name = userNames.get(a);
+      let frame;
+      if (mapping && !mapping.file) {
+        // JIT code (or an anonymous executable mapping): the perf map names it
+        if (name === '[unknown]') name = perfMap ? '[unknown JIT code]' : NO_PERF_MAP;
+        const js = /^(.*) (\S+):(\d+):(\d+)$/.exec(name);
+        frame = js ? { name: js[1], kind: 'js', file: js[2], line: Number(js[3]), label: name } : { name, kind: 'jit', label: name };
+      } else {
+        if (name === '[unknown]') name = mapping ? `[unknown in ${mapping.path.split('/').pop()}]` : '[unknown]';
+        frame = { name, kind: 'native', module: mapping?.path, label: name };
+      }
+      frame.address = address;
+      frame.mapping = mapping;
+      frames.set(key, frame);
+      return frame;
+    };
+    const kernelFrame = (a) => {
+      const key = `k${a}`;
+      if (!frames.has(key)) {
+        frames.set(key, { name: kernelNames.get(a), kind: 'kernel', address: Number(a), mapping: KERNEL_MAPPING, label: kernelNames.get(a) });
+      }
+      return frames.get(key);
+    };
+    const library = new Set(native.libraryThreads().map((t) => this.#kernelTid(t.tid)));
+    const out = { cpu: [], offCpu: [] };
+    for (const r of rows) {
+      const lost = (id) => id < 0 && id !== -EFAULT;
+      const userFrames = lost(r.k.user_stack) ? [LOST] : r.user.map(userFrame);
+      // (off CPU: without the tracing frames the stack was taken in: __traceiter_sched_switch, bpf_trace_run4, the program)
+      const kernel = r.kind === 'offCpu' ? r.kernel.slice(Math.max(0, r.kernel.findIndex((a) => !TRACING_FRAME.test(kernelNames.get(a) ?? '')))) : r.kernel;
+      const kernelFrames = lost(r.k.kernel_stack) ? [LOST] : kernel.map(kernelFrame);
+      const tid = this.#localTid(r.k.tid);
+      out[r.kind].push({
+        tid,
+        thread: r.k.comm,
+        threadKind: threadKind(r.k.tid, r.k.comm, { tgid: this.#ids.tgid, library }),
+        count: r.count,
+        ...(r.kind === 'offCpu' && { ns: r.ns }),
+        frames: [...kernelFrames, ...userFrames],
+      });
+    }
+    for (const map of ['counts', 'offcpu', 'stacks', 'chains']) obj.getMap(map).clear();
+    obj.setGlobalVariable('dropped_samples', 0n);
+    obj.setGlobalVariable('dropped_offcpu', 0n);
+    const notes = [
+      `node-libbpf profile of pid ${process.pid} (${process.title}, node ${process.version}): cpu-clock at ${this.#options.frequency} Hz on every CPU; off-CPU: the main thread, intervals of ${this.#options.minOffCpu * 1000} ms or more${this.#options.idle ? '' : ', idle epoll waits left out'}`,
+    ];
+    if (!perfMap) notes.push(`no perf map (/tmp/perf-${process.pid}.map): JavaScript frames are unnamed; run node with --perf-basic-prof (or --perf-basic-prof-only-functions --interpreted-frames-native-stack)`);
+    if (dropped.samples || dropped.offCpu) notes.push(`not counted, their table was full: ${dropped.samples} CPU samples, ${dropped.offCpu} off-CPU intervals`);
+    return { startNs, durationNs, periodNs, frequency: this.#options.frequency, perfMap, dropped, notes, ...out };
+  }
+
+  #localTid(kernelTid) {
+    if (!this.#ids.tids) return kernelTid;
+    for (const [local, k] of this.#ids.tids) if (k === kernelTid) return local;
+    return kernelTid;
+  }
+
+  #kernelTid(localTid) {
+    return this.#ids.tids ? (this.#ids.tids.get(localTid) ?? localTid) : localTid;
+  }
+
+  /**
+   * A request handler for a service's own HTTP server, Go's convention
+   * (what Parca and Pyroscope scrape): `GET {prefix}/profile?seconds=N`
+   * (CPU) and `{prefix}/offcpu?seconds=N` (the main thread off the CPU)
+   * answer a gzipped pprof of the next N seconds (default 30). Returns
+   * `(req, res) => boolean`: true if it answered the request (its path was
+   * one of those). Bad `seconds`: 400; a window already running: 409.
+   */
+  handler({ prefix = '/debug/pprof', defaultSeconds = 30 } = {}) {
+    const routes = { [`${prefix}/profile`]: 'cpu', [`${prefix}/offcpu`]: 'offCpu' };
+    return (req, res) => {
+      const url = new URL(req.url, 'http://localhost');
+      const kind = routes[url.pathname];
+      if (!kind) return false;
+      const fail = (status, message) => {
+        res.writeHead(status, { 'content-type': 'text/plain; charset=utf-8' });
+        res.end(`${message}\n`);
+      };
+      if (req.method !== 'GET' && req.method !== 'HEAD') {
+        res.setHeader('allow', 'GET, HEAD');
+        fail(405, `${url.pathname}: GET it`);
+        return true;
+      }
+      const text = url.searchParams.get('seconds');
+      const seconds = text === null ? defaultSeconds : /^\s*$/.test(text) ? NaN : Number(text);
+      if (!(seconds > 0 && seconds <= this.#options.maxSeconds)) {
+        fail(400, `${url.pathname}: seconds must be a number above 0 and at most ${this.#options.maxSeconds}, got ${JSON.stringify(text)}`);
+        return true;
+      }
+      if (this.closed) {
+        fail(503, `${url.pathname}: the profiler is closed`);
+        return true;
+      }
+      if (this.#busy) {
+        fail(409, `${url.pathname}: ${this.#busy} is collecting a window; one at a time: try again later`);
+        return true;
+      }
+      const ended = new AbortController();
+      const gone = () => {
+        if (!res.writableFinished) ended.abort();
+      };
+      res.on('close', gone);
+      this.#collect({ seconds, signal: ended.signal }, `a pull of ${url.pathname}`).then(
+        (w) => {
+          res.off('close', gone);
+          if (ended.signal.aborted) return;
+          const body = w.pprof(kind);
+          res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-disposition': `attachment; filename="${kind === 'cpu' ? 'profile' : 'offcpu'}.pb.gz"`, 'content-length': body.length });
+          res.end(req.method === 'HEAD' ? undefined : body);
+        },
+        (err) => {
+          res.off('close', gone);
+          if (!res.headersSent) fail(err.code === 'ERR_BPF_BUSY' ? 409 : 500, `${url.pathname}: ${err.message}`);
+        },
+      );
+      return true;
+    };
+  }
+
+  /**
+   * Pushes a profile every `every` seconds (a window each) to Pyroscope's
+   * `POST {url}/ingest` (its HTTP API, format=pprof: multipart/form-data
+   * with the profile in the field `profile` and, for the off-CPU one, its
+   * types in `sample_type_config`; `name` is `name{labels}`, `from` and
+   * `until` are unix seconds). Returns `{ stop(): Promise, pushed, errors }`;
+   * `onError(err)` hears failed windows and pushes (default: a warning).
+   * The profiler is busy meanwhile: pulls answer 409.
+   */
+  push({ url, name, labels = {}, every = 15, kinds = KIND_NAMES, headers = {}, onError } = {}) {
+    this.#check();
+    let base;
+    try {
+      base = new URL(url);
+    } catch {
+      throw codedError('ERR_BPF_INVALID_VALUE', `profiler.push(): url must be Pyroscope's address (http://pyroscope:4040), got ${url}`);
+    }
+    if (typeof name !== 'string' || !/^[A-Za-z0-9_.\-/]+$/.test(name)) {
+      throw codedError('ERR_BPF_INVALID_VALUE', `profiler.push(): name must be the application's name (letters, digits, _ . - /), got ${name}`);
+    }
+    for (const [k, v] of Object.entries(labels)) {
+      if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(k) || /[{},=]/.test(String(v))) {
+        throw codedError('ERR_BPF_INVALID_VALUE', `profiler.push(): label ${k}=${v}: names are identifiers, values have no { } , =`);
+      }
+    }
+    checkSeconds(every, this.#options.maxSeconds, 'profiler.push(): every');
+    for (const k of kinds) checkKind(k);
+    if (this.#busy) throw codedError('ERR_BPF_BUSY', `profiler.push(): ${this.#busy} is collecting a window; one at a time`);
+    const appName = `${name}{${Object.entries(labels)
+      .map(([k, v]) => `${k}=${v}`)
+      .join(',')}}`;
+    const report = onError ?? ((err) => process.emitWarning(`profiler.push() to ${base.origin}: ${err.message}`, 'NodeLibbpfWarning'));
+    const ingest = new URL('ingest', base.href.endsWith('/') ? base : `${base.href}/`);
+    const state = { pushed: 0, errors: 0, stopped: false };
+    const stopper = new AbortController();
+    const send = async (w, kind) => {
+      const q = new URL(ingest);
+      const from = Math.floor(Number(w.startNs / 1000000n) / 1000);
+      q.search = new URLSearchParams({
+        name: appName,
+        from: String(from),
+        until: String(Math.max(from + 1, Math.round(Number(w.startNs / 1000000n) / 1000 + w.durationNs / 1e9))),
+        format: 'pprof',
+        sampleRate: String(this.#options.frequency),
+        spyName: 'node-libbpf',
+      }).toString();
+      const form = new FormData();
+      form.append('profile', new Blob([w.pprof(kind)], { type: 'application/octet-stream' }), 'profile.pprof');
+      if (kind === 'offCpu') form.append('sample_type_config', new Blob([JSON.stringify(OFFCPU_SAMPLE_TYPES)], { type: 'application/json' }), 'sample_type_config.json');
+      const res = await fetch(q, { method: 'POST', body: form, headers, signal: AbortSignal.timeout(30000) });
+      await res.arrayBuffer();
+      if (!res.ok) throw codedError('ERR_BPF_PUSH', `POST ${q.pathname}: HTTP ${res.status}`);
+      state.pushed++;
+    };
+    const loop = (async () => {
+      while (!state.stopped && !this.closed) {
+        let w;
+        try {
+          w = await this.#collect({ seconds: every, signal: stopper.signal }, `a push to ${base.origin}`);
+        } catch (err) {
+          if (this.closed) break;
+          state.errors++;
+          report(err);
+          await new Promise((r) => setTimeout(r, 1000));
+          continue;
+        }
+        for (const kind of kinds) {
+          try {
+            await send(w, kind);
+          } catch (err) {
+            state.errors++;
+            report(err);
+          }
+        }
+      }
+    })();
+    const handle = {
+      get pushed() {
+        return state.pushed;
+      },
+      get errors() {
+        return state.errors;
+      },
+      /** Ends the running window, pushes it, and resolves when the loop is done. */
+      stop: () => {
+        state.stopped = true;
+        stopper.abort();
+        this.#pushes.delete(handle);
+        return loop;
+      },
+    };
+    this.#pushes.add(handle);
+    return handle;
+  }
+
+  /** Ends any window and push, detaches and frees everything. Idempotent. */
+  close() {
+    if (this.closed) return;
+    forgotten.unregister(this);
+    for (const p of this.#pushes) p.stop();
+    this.#abort?.();
+    this.#obj.close();
+  }
+}
+
+const TRACING_FRAME = /^(bpf_prog_|bpf_trace_run|__traceiter_|__bpf_trace_|bpf_dispatcher)/;
+const KERNEL_MAPPING = { start: 0, end: 0, offset: 0, path: '[kernel]', file: false };
+const LOST = { name: '[lost stack]', kind: 'lost', label: '[lost stack]' };
+/** Pyroscope's sample type configuration of the off-CPU profile (its ingest API, format=pprof). */
+const OFFCPU_SAMPLE_TYPES = {
+  off_cpu: { units: 'samples', aggregation: 'sum', 'display-name': 'off_cpu_nanoseconds', sampled: false },
+  intervals: { units: 'samples', aggregation: 'sum', 'display-name': 'off_cpu_intervals', sampled: false },
+};
+
+/** Starts a profiler of this process (loads its programs; windows sample). */
+function profile(options) {
+  return new Profiler(options);
+}
+
+module.exports = { profile, Profiler, ProfileWindow, threadKind, DEFAULT_FREQUENCY, MAX_FREQUENCY, OFFCPU_SAMPLE_TYPES };
