@@ -91,7 +91,9 @@ static __always_inline long task_syscall(struct task_struct *task)
 #endif
 }
 
-#define SCAN_WORDS 96
+#define SCAN_WORDS 256
+/* a plausible user-space code address */
+#define USER_CODE(a) ((a) > 0x10000 && (a) < 0x800000000000ULL)
 #define STACK_SPAN 0x100000
 
 /*
@@ -123,7 +125,7 @@ static __always_inline __u64 recover_chain(struct task_struct *task)
 	if (!c)
 		return 0;
 	for (i = 0; i < SCAN_WORDS; i++) {
-		__u64 at = sp + i * 8;
+		__u64 at = sp + i * 8, n2, r2;
 
 		if (bpf_probe_read_user(&w, sizeof(w), (void *)at))
 			return 0;
@@ -132,7 +134,13 @@ static __always_inline __u64 recover_chain(struct task_struct *task)
 		if (bpf_probe_read_user(&next, sizeof(next), (void *)w) ||
 		    bpf_probe_read_user(&ret, sizeof(ret), (void *)(w + 8)))
 			continue;
-		if (next > w && next < w + STACK_SPAN && ret > 0x10000) {
+		if (next <= w || next >= w + STACK_SPAN || !USER_CODE(ret))
+			continue;
+		/* and the frame it links to is one too */
+		if (bpf_probe_read_user(&n2, sizeof(n2), (void *)next) ||
+		    bpf_probe_read_user(&r2, sizeof(r2), (void *)(next + 8)))
+			continue;
+		if ((n2 > next && n2 < next + STACK_SPAN && USER_CODE(r2)) || (!n2 && USER_CODE(r2))) {
 			fp = w;
 			break;
 		}
@@ -207,6 +215,7 @@ int BPF_PROG(handle_sched_switch, bool preempt, struct task_struct *prev, struct
 			return 0;
 		}
 		off.key.tid = target_pid;
+		off.key.preempted = preempt;
 		off.key.user_stack = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
 		off.key.kernel_stack = bpf_get_stackid(ctx, &stacks, 0);
 		off.key.user_chain = recover_chain(prev);

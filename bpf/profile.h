@@ -11,7 +11,7 @@ struct profile_key {
 	__s32 user_stack;		/* id in the stacks map, or -errno: none (-EFAULT), lost (-EEXIST, -ENOMEM) */
 	__s32 kernel_stack;		/* the same, for the kernel stack */
 	char comm[TASK_COMM_LEN];	/* the thread's name */
-	__u32 pad;
+	__u32 preempted;		/* off CPU: 1 if it was preempted (runnable), 0 if it slept */
 	__u64 user_chain;		/* off CPU: key in the chains map of the frames recovered above a
 					 * library without frame pointers (glibc's futex waits), or 0 */
 };

@@ -8,7 +8,8 @@
  * period `cpu/nanoseconds`, as Go's CPU profiles. Off-CPU: `intervals/count`
  * and `off_cpu/nanoseconds`. Every sample has the labels `thread_name`,
  * `thread_id` (a number) and `thread_kind` (main, libuv pool, V8 worker,
- * node-libbpf, ...). Locations carry their mapping (the ELF file, `[jit]`,
+ * node-libbpf, ...); off-CPU ones `off_cpu_state` (`blocked`: it slept;
+ * `preempted`: runnable, waiting for a CPU). Locations carry their mapping (the ELF file, `[jit]`,
  * `[kernel]`) and a line per function; JavaScript functions have the file
  * and line of the perf map's `file:line:column`.
  */
@@ -93,6 +94,7 @@ function toProfile(window, kind) {
           new Label({ key: str('thread_name'), str: str(s.thread) }),
           new Label({ key: str('thread_id'), num: s.tid }),
           new Label({ key: str('thread_kind'), str: str(s.threadKind) }),
+          ...(s.state ? [new Label({ key: str('off_cpu_state'), str: str(s.state) })] : []),
         ],
       }),
   );

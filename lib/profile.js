@@ -184,14 +184,14 @@ class Profiler {
   /** Not for users: `bpf.profile(options)` makes one. */
   constructor(options) {
     this.#options = checkOptions(options);
-    const { syscallNumber } = require('./names'); // (not at load: lib/names requires the package's entry)
+    const syscalls = native.syscallNames(process.arch === 'arm64' ? 'arm64' : 'x86_64');
     this.#ids = ownIds();
     const obj = loadBpfProgram(objectPath('profile'));
     try {
       obj.setGlobalVariable('target_pid', this.#ids.tgid);
       obj.setGlobalVariable('min_offcpu_ns', BigInt(Math.round(this.#options.minOffCpu * 1e9)));
       obj.setGlobalVariable('offcpu_idle', this.#options.idle);
-      for (const n of ['epoll_wait', 'epoll_pwait', 'epoll_pwait2']) obj.setGlobalVariable(`nr_${n}`, syscallNumber(n) ?? -1);
+      for (const n of ['epoll_wait', 'epoll_pwait', 'epoll_pwait2']) obj.setGlobalVariable(`nr_${n}`, syscalls.indexOf(n));
       obj.load();
     } catch (err) {
       obj.close();
@@ -350,7 +350,7 @@ class Profiler {
         thread: r.k.comm,
         threadKind: threadKind(r.k.tid, r.k.comm, { tgid: this.#ids.tgid, library }),
         count: r.count,
-        ...(r.kind === 'offCpu' && { ns: r.ns }),
+        ...(r.kind === 'offCpu' && { ns: r.ns, state: r.k.preempted ? 'preempted' : 'blocked' }),
         frames: [...kernelFrames, ...userFrames],
       });
     }
