@@ -37,6 +37,23 @@ function service(args, { node = process.execPath, prefix = [] } = {}) {
   return JSON.parse(r.stdout.trim().split('\n').pop());
 }
 
+/** `service()` without blocking this process (it serves the push's receiver meanwhile). */
+function serviceAsync(args) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [...NODE_ARGS, SERVICE, ...args], { stdio: ['ignore', 'pipe', 'pipe'], cwd: tmp });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (d) => (out += d));
+    child.stderr.on('data', (d) => (err += d));
+    const timer = setTimeout(() => child.kill(), 60_000);
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      if (code === 0) resolve(JSON.parse(out.trim().split('\n').pop()));
+      else reject(new Error(`service ${args.join(' ')} exited ${code}: ${err}`));
+    });
+  });
+}
+
 /** `go tool pprof ARGS FILE`'s output. */
 const pprof = (args, file) => execFileSync('go', ['tool', 'pprof', ...args, file], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
 
@@ -163,7 +180,7 @@ describe('push', { skip }, () => {
     });
     await new Promise((r) => server.listen(0, '127.0.0.1', r));
     try {
-      const r = service(['push', `http://127.0.0.1:${server.address().port}`]);
+      const r = await serviceAsync(['push', `http://127.0.0.1:${server.address().port}`]);
       assert.deepEqual(r.errors, []);
       assert.ok(r.pushed >= 2, `pushed ${r.pushed}`);
       const cpu = got.find((g) => !g.body.includes('sample_type_config'));

@@ -87,6 +87,38 @@ function mappingAt(maps, address) {
   return undefined;
 }
 
+/** The symbols of /tmp/perf-PID.map (`start size name`, hex), sorted by start. */
+function perfMapSymbols(pid) {
+  let text = '';
+  try {
+    text = fs.readFileSync(`/tmp/perf-${pid}.map`, 'utf8');
+  } catch {
+    return [];
+  }
+  const out = [];
+  for (const line of text.split('\n')) {
+    const m = /^([0-9a-f]+) ([0-9a-f]+) (.*)$/.exec(line);
+    if (m) out.push({ start: Number.parseInt(m[1], 16), size: Number.parseInt(m[2], 16), name: m[3] });
+  }
+  // a later entry for the same start (code moved or replaced) wins
+  return out.sort((a, b) => a.start - b.start);
+}
+
+/** The name of the symbol of `symbols` (sorted by start) that holds `at`, or undefined. */
+function lookup(symbols, at) {
+  let lo = 0;
+  let hi = symbols.length - 1;
+  let best;
+  while (lo <= hi) {
+    const mid = (lo + hi) >> 1;
+    if (symbols[mid].start <= at) {
+      best = symbols[mid];
+      lo = mid + 1;
+    } else hi = mid - 1;
+  }
+  return best && (at < best.start + best.size || best.size === 0) ? best.name : undefined;
+}
+
 /** What a thread is, by its name (/proc/self/task/TID/comm; Node 20 names them all `node`). */
 function threadKind(tid, comm, { tgid, library }) {
   if (tid === tgid) return 'main';
@@ -180,6 +212,7 @@ class Profiler {
   #busy = null; // what holds the window: 'a collect()', 'a push to URL'
   #abort = null; // ends the running window early
   #pushes = new Set();
+  #ownSymbols = null; // path -> symbols, when blazesym cannot read this process's map_files
 
   /** Not for users: `bpf.profile(options)` makes one. */
   constructor(options) {
@@ -305,7 +338,7 @@ class Profiler {
     const maps = readMappings();
     const userList = [...userAddrs];
     const kernelList = [...kernelAddrs];
-    const userNames = new Map(userList.length ? this.#symbolizer.user(process.pid, userList).map((n, i) => [userList[i], n]) : []);
+    const userNames = new Map(userList.length ? this.#userNames(userList, maps).map((n, i) => [userList[i], n]) : []);
     const kernelNames = new Map(kernelList.length ? this.#symbolizer.kernel(kernelList).map((n, i) => [kernelList[i], n]) : []);
     const frames = new Map(); // 'u'/'k' + address -> frame
     const userFrame = (a) => {
@@ -363,6 +396,40 @@ class Profiler {
     if (!perfMap) notes.push(`no perf map (/tmp/perf-${process.pid}.map): JavaScript frames are unnamed; run node with --perf-basic-prof (or --perf-basic-prof-only-functions --interpreted-frames-native-stack)`);
     if (dropped.samples || dropped.offCpu) notes.push(`not counted, their table was full: ${dropped.samples} CPU samples, ${dropped.offCpu} off-CPU intervals`);
     return { startNs, durationNs, periodNs, frequency: this.#options.frequency, perfMap, dropped, notes, ...out };
+  }
+
+  /**
+   * The names of user addresses: blazesym's (lib/stacks.js), or where it
+   * cannot read /proc/self/map_files (that takes CAP_SYS_ADMIN: a service
+   * run with CAP_BPF + CAP_PERFMON only), the ELF symbols of the mapped
+   * files and the perf map, read here.
+   */
+  #userNames(addresses, maps) {
+    if (!this.#ownSymbols) {
+      try {
+        return this.#symbolizer.user(process.pid, addresses);
+      } catch (err) {
+        if (!/map_files|EACCES|EPERM|permission/i.test(err.message)) throw err;
+        this.#ownSymbols = new Map(); // path -> sorted symbols
+      }
+    }
+    const jit = perfMapSymbols(process.pid);
+    return addresses.map((a) => {
+      const address = Number(a);
+      const m = mappingAt(maps, address);
+      if (!m) return '[unknown]';
+      if (!m.file) return stacks.frameName({ name: lookup(jit, address) });
+      if (!this.#ownSymbols.has(m.path)) {
+        let syms = [];
+        try {
+          syms = native.elfSymbols(m.path).filter((x) => x.fileOffset !== undefined).map((x) => ({ start: Number(x.fileOffset), size: x.size ?? 0, name: x.name })).sort((x, y) => x.start - y.start);
+        } catch {
+          // not readable: its frames stay unnamed
+        }
+        this.#ownSymbols.set(m.path, syms);
+      }
+      return stacks.frameName({ name: lookup(this.#ownSymbols.get(m.path), address - m.start + m.offset) });
+    });
   }
 
   #localTid(kernelTid) {
