@@ -30,8 +30,8 @@ const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'profile-test-'));
 after(() => fs.rmSync(tmp, { recursive: true, force: true }));
 
 /** Runs the service fixture to its end: its JSON line. */
-function service(args, { node = process.execPath, prefix = [] } = {}) {
-  const cmd = [...prefix, node, ...NODE_ARGS, SERVICE, ...args];
+function service(args, { node = process.execPath, prefix = [], nodeArgs = NODE_ARGS } = {}) {
+  const cmd = [...prefix, node, ...nodeArgs, SERVICE, ...args];
   const r = spawnSync(cmd[0], cmd.slice(1), { encoding: 'utf8', timeout: 60_000, cwd: tmp });
   assert.equal(r.status, 0, `${cmd.join(' ')}: ${r.stderr}`);
   return JSON.parse(r.stdout.trim().split('\n').pop());
@@ -105,6 +105,20 @@ describe('on CPU', { skip }, () => {
       assert.match(fs.readFileSync(path.join(dir, 'cpu.folded'), 'utf8'), /;hotLoop [^;]*hot|;hotLoop/);
     });
   }
+});
+
+describe('without a perf map', { skip }, () => {
+  test('JIT frames say how to get their names, and so does the comment; no bare address', () => {
+    const dir = fs.mkdtempSync(path.join(tmp, 'nomap-'));
+    service(['cpu', dir], { nodeArgs: [] });
+    const file = path.join(dir, 'cpu.pb.gz');
+    const top = pprof(['-top', '-nodecount=300'], file);
+    assert.match(top, /run node with --perf-basic-prof \(or --perf-basic-prof-only-functions --interpreted-frames-native-stack\)/, 'the comment');
+    assert.doesNotMatch(top, /hotLoop/);
+    const jit = top.split('\n').find((l) => l.endsWith('[JIT code: run node with --perf-basic-prof]'));
+    assert.ok(jit && Number(jit.trim().split(/\s+/)[4].replace('%', '')) >= 70, `the JIT frame holds the hot loop:\n${top}`);
+    assert.doesNotMatch(top, /\s0x[0-9a-f]+$/m, 'no bare address');
+  });
 });
 
 describe('off CPU', { skip }, () => {

@@ -3,8 +3,8 @@
 // profiling itself (run with --perf-basic-prof). On a line "ROUNDS" on
 // stdin it makes a profiler, then ROUNDS times runs a window for a second
 // and none for a second, printing {"t", "on"} at each switch; after each
-// window it names the stacks and encodes both pprofs on the main thread,
-// timing that (a pull's main-thread time; the first pull also reads node's
+// window (after its {"on": false}) it names the stacks and encodes both
+// pprofs on the main thread, timing that (a pull's main-thread time; the first pull also reads node's
 // symbols). Then prints {"done", "pullMs": [...], "samples": [...]}.
 const readline = require('node:readline');
 const bpf = require('..');
@@ -23,6 +23,8 @@ async function run(rounds) {
       const window = profiler.collect({ seconds: 60, signal: ended.signal });
       say({ t: String(process.hrtime.bigint()), on: true });
       await sleep(1000);
+      // the window ends here; the pull's own time (naming, encoding) is timed apart
+      say({ t: String(process.hrtime.bigint()), on: false });
       const t = process.hrtime.bigint();
       ended.abort();
       const w = await window;
@@ -30,7 +32,6 @@ async function run(rounds) {
       w.pprof('offCpu');
       pullMs.push(Number(process.hrtime.bigint() - t) / 1e6);
       samples.push(w.cpu.reduce((n, s) => n + s.count, 0));
-      say({ t: String(process.hrtime.bigint()), on: false });
       await sleep(1000);
     }
   } finally {
