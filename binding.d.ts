@@ -140,7 +140,7 @@ export declare class NativeMap {
    * no syscall once mapped (the first call maps it). Values are
    * `valueSize` rounded up to 8 bytes apart. Counters the kernel is
    * bumping meanwhile are read as they are at that instant, each 8-byte
-   * word whole.
+   * word whole. `offset`: an integer from 0 (checked, not wrapped).
    */
   readMapped(target: Buffer, offset: number): void
 }
@@ -221,6 +221,13 @@ export declare class ObjectHandle {
    * layout.
    */
   get globals(): Array<GlobalInfo>
+  /**
+   * Runs a `SEC("iter/<target>")` program (task, task_file, tcp, udp,
+   * bpf_map, ...: the targets that need no map or cgroup) once over what it
+   * iterates and returns what it wrote. The program runs in this thread's
+   * context (`bpf_get_current_task()` is the caller). Linux 5.8+.
+   */
+  readIterator(prog: BpfProgram | string, options?: IteratorOptions | undefined | null): Buffer
   /** A map by name (loads the object if it is not loaded yet). */
   map(name: string): NativeMap
   /**
@@ -299,33 +306,38 @@ export declare function __panicForTests(): void
  * `attachRawTracepoint`.
  */
 export interface AttachOptions {
-  /** Value for `bpf_get_attach_cookie()`. */
-  cookie?: bigint
+  /**
+   * Value for `bpf_get_attach_cookie()`: a bigint from 0n to 2n ** 64n - 1n,
+   * or a safe integer number (default 0).
+   */
+  cookie?: bigint | number
 }
 
 /**
  * How the addon consumes a buffer (lib/map.js passes these on from the
- * options of `openRingBuffer`/`openPerfBuffer`).
+ * options of `openRingBuffer`/`openPerfBuffer`). Numbers, checked here
+ * (src/options.rs has the ranges), never wrapped by a u32 conversion.
  */
 export interface BufferOptions {
   /**
    * Milliseconds between passes when the program submits without wakeups
-   * (BPF_RB_NO_WAKEUP) or while events stream in (default 10).
+   * (BPF_RB_NO_WAKEUP) or while events stream in (default 10; 1 to 60000).
    */
   pollInterval?: number
   /**
    * How many batches may wait for JavaScript before records are dropped
-   * and counted as lost (default 64; and never more than 16 MiB).
+   * and counted as lost (default 64, at most 65536; and never more than
+   * 16 MiB).
    */
   queueSize?: number
   /**
    * Perf buffers: pages of the buffer of each CPU, a power of two
-   * (default 256: 1 MiB).
+   * (default 256: 1 MiB; at most 8192).
    */
   pageCount?: number
   /**
    * Perf buffers: the reader is woken when a CPU's buffer holds this many
-   * bytes (default: a quarter of it).
+   * bytes (default: a quarter of it; at most all of it).
    */
   wakeupBytes?: number
 }
@@ -478,13 +490,23 @@ export interface GlobalInfo {
   layout: TypeLayout
 }
 
+/** Options of `readIterator`. */
+export interface IteratorOptions {
+  /**
+   * At most this many bytes (default 64 MiB): an iterator that writes
+   * more is an ERR_BPF_INVALID_VALUE error, not an endless read.
+   */
+  maxBytes?: number
+}
+
 /** A thread node-libbpf runs in this process. */
 export interface LibraryThread {
   /** `node-libbpf-poller`, `node-libbpf-release` (the thread's comm). */
   name: string
   /**
-   * The kernel's thread id (`gettid()`, what BPF's
-   * `bpf_get_current_pid_tgid()` has in its low 32 bits).
+   * The thread id (`gettid()`) in this process's pid namespace: on the
+   * host what BPF's `bpf_get_current_pid_tgid()` has in its low 32 bits;
+   * in a container `bpf.kernelIds(process.pid).tids.get(tid)` is that.
    */
   tid: number
 }
@@ -544,15 +566,18 @@ export interface PerfEventOptions {
    * (not available in most VMs).
    */
   event?: string
-  /** Samples per second (default 99 when `period` is not given). */
+  /**
+   * Samples per second, from 1 to the kernel's
+   * `perf_event_max_sample_rate` (default 99 when `period` is not given).
+   */
   frequency?: number
-  /** One sample every `period` events, instead of `frequency`. */
+  /** One sample every `period` events (1 to 2^53 - 1), instead of `frequency`. */
   period?: number
-  /** Only this process (default: all). */
+  /** Only this process, 1 to 4194304 (default: all). */
   pid?: number
   /**
-   * Only this CPU (default: one event per online CPU, or for `pid` one
-   * event that follows the process).
+   * Only this CPU, 0 to the possible CPUs - 1 (default: one event per
+   * online CPU, or for `pid` one event that follows the process).
    */
   cpu?: number
 }
@@ -593,18 +618,30 @@ export declare function tracefsRoot(): string
 
 /** Options of `attachUprobeMulti`. */
 export interface UprobeMultiOptions {
-  /** Only this process (default: every process running the binary). */
+  /**
+   * Only this process, 1 to 4194304 (default: every process running the
+   * binary).
+   */
   pid?: number
   /** Attach at the functions' returns (a `SEC("uretprobe.multi")` program). */
   retprobe?: boolean
-  /** One `bpf_get_attach_cookie()` value per symbol (with a list of symbols). */
-  cookies?: Array<bigint>
+  /**
+   * One `bpf_get_attach_cookie()` value per symbol (with a list of
+   * symbols), each from 0n to 2n ** 64n - 1n (or a safe integer number).
+   */
+  cookies?: Array<bigint | number>
 }
 
 /** Options of `attachUprobe`/`attachUretprobe`/`attachUsdt`. */
 export interface UprobeOptions {
-  /** Only this process (default: every process running the binary). */
+  /**
+   * Only this process, 1 to 4194304 (default: every process running the
+   * binary).
+   */
   pid?: number
-  /** Value for `bpf_get_attach_cookie()` (`bpf_usdt_cookie()` for USDT). */
-  cookie?: bigint
+  /**
+   * Value for `bpf_get_attach_cookie()` (`bpf_usdt_cookie()` for USDT): a
+   * bigint from 0n to 2n ** 64n - 1n, or a safe integer number.
+   */
+  cookie?: bigint | number
 }

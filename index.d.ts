@@ -9,6 +9,7 @@ import type {
   BpfProgram,
   FlameGraphOptions,
   GlobalInfo,
+  IteratorOptions,
   LoadOptions,
   MapInfo,
   PerfEventOptions,
@@ -26,6 +27,7 @@ export {
   FlameGraphOptions,
   Frame,
   GlobalInfo,
+  IteratorOptions,
   LibraryThread,
   LoadOptions,
   MapInfo,
@@ -58,7 +60,7 @@ export interface DecodeOptions {
   enums?: 'name' | 'number'
 }
 
-/** What both kinds of buffer take. */
+/** What both kinds of buffer take (a number out of its range is an ERR_BPF_INVALID_VALUE error). */
 interface BufferOptionsBase extends DecodeOptions {
   /**
    * Decode each record as this struct of the object's BTF (`'event'` or
@@ -72,12 +74,14 @@ interface BufferOptionsBase extends DecodeOptions {
   error?: (error: Error) => void
   /**
    * Milliseconds between passes when the program submits without wakeups
-   * (BPF_RB_NO_WAKEUP) or while events stream in (default 10).
+   * (BPF_RB_NO_WAKEUP) or while events stream in: an integer from 1 to
+   * 60000 (default 10).
    */
   pollInterval?: number
   /**
    * How many batches may wait for JavaScript before records are dropped
-   * and counted as lost (default 64; and never more than 16 MiB of records).
+   * and counted as lost: an integer from 1 to 65536 (default 64; and never
+   * more than 16 MiB of records).
    */
   queueSize?: number
   /**
@@ -99,11 +103,12 @@ export interface RingBufferOptions extends BufferOptionsBase {
 
 /** Options of `openPerfBuffer`. Perf records carry up to 7 bytes of padding after the struct. */
 export interface PerfBufferOptions extends BufferOptionsBase {
-  /** Pages of the buffer of each CPU, a power of two (default 256: 1 MiB). */
+  /** Pages of the buffer of each CPU, a power of two from 1 to 8192 (default 256: 1 MiB). */
   pageCount?: number
   /**
-   * The reader is woken when a CPU's buffer holds this many bytes (default:
-   * a quarter of it); smaller batches are read every `pollInterval`.
+   * The reader is woken when a CPU's buffer holds this many bytes, from 1
+   * to the whole buffer (default: a quarter of it); smaller batches are
+   * read every `pollInterval`.
    */
   wakeupBytes?: number
   /**
@@ -201,7 +206,8 @@ export declare class BpfMap {
   /**
    * Copies the bytes of a `BPF_F_MMAPABLE` array map, from byte `offset`,
    * into `target` (its whole length), with no syscall (the map is mapped on
-   * the first call). Value `i` is at `i * roundUp(valueSize, 8)`. Returns `target`.
+   * the first call). Value `i` is at `i * roundUp(valueSize, 8)`. Returns
+   * `target`. `offset`: an integer from 0 (default 0).
    */
   readMapped<B extends Uint8Array>(target: B, offset?: number): B
   /**
@@ -296,6 +302,12 @@ export declare class BpfObject<P extends string = string> {
   attachPerfEvent(prog: BpfProgram | P, options?: PerfEventOptions | null): BpfLink
   /** Attaches a program by its `SEC()` name, as libbpf's auto-attach does. */
   attach(prog: BpfProgram | P): BpfLink
+  /**
+   * Runs a `SEC("iter/<target>")` program (task, task_file, tcp, udp, ...)
+   * once and returns what it wrote (`bpf_seq_write`, `BPF_SEQ_PRINTF`); it
+   * runs in this thread's context. Linux 5.8+.
+   */
+  readIterator(prog: BpfProgram | P, options?: IteratorOptions | null): Buffer
   /** Detaches every link this object made; programs and maps stay loaded. */
   detachAll(): void
   /**
@@ -393,7 +405,7 @@ export interface MonitorOptions {
   connects?: boolean
   /** TCP segments retransmitted on this process's sockets, by remote endpoint (default on). */
   tcpRetransmits?: boolean
-  /** How many files, endpoints and retransmit endpoints a read gives (the most counted; default 20). */
+  /** How many files, endpoints and retransmit endpoints a read gives (the most counted): 1 to 4096 (default 20). */
   top?: number
 }
 
@@ -567,9 +579,24 @@ export declare function profile(options?: ProfileOptions): Profiler
 
 /**
  * Sets the `node_libbpf_tids` global (bpf/node_libbpf.bpf.h) of an object
- * not loaded yet to node-libbpf's own threads; returns their tids.
+ * not loaded yet to node-libbpf's own threads; returns their tids as the
+ * kernel knows them (in a pid namespace, not those of `libraryThreads()`).
  */
 export declare function excludeLibraryThreads(obj: BpfObject): number[]
+
+/**
+ * The pid BPF programs see (`bpf_get_current_pid_tgid() >> 32`, the initial
+ * pid namespace's) of process `pid` as this process sees it: the same on the
+ * host; in a container, `kernelPid(process.pid)` is what a program's
+ * `target_pid` compares. ENOENT if no such process is visible here.
+ */
+export declare function kernelPid(pid: number): number
+
+/**
+ * The kernel's ids of process `pid` (see `kernelPid`): `tgid`, and `tids`
+ * mapping each of its threads' ids here to the kernel's.
+ */
+export declare function kernelIds(pid: number): { tgid: number; tids: Map<number, number> }
 
 /**
  * The path of a BPF object the package ships, compiled for `arch` (`x86`

@@ -17,6 +17,7 @@ const { EventBuffer } = require('./lib/buffer');
 const { objectPath, objectNames } = require('./lib/objects');
 const { monitor, Monitor, excludeLibraryThreads } = require('./lib/monitor');
 const { profile, Profiler, ProfileWindow } = require('./lib/profile');
+const { kernelIds, kernelPid } = require('./lib/pidns');
 
 module.exports = {
   loadBpfProgram,
@@ -35,6 +36,8 @@ module.exports = {
   ProfileWindow,
   libraryThreads,
   excludeLibraryThreads,
+  kernelPid,
+  kernelIds,
   Symbolizer,
   elfSymbols,
   dwarfMemberOffset,

@@ -39,7 +39,7 @@ test('files: past 4,096 distinct paths each new path\'s open is counted as an ov
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'node-libbpf-overflow-'));
     const name = (i) => path.join(dir, 'f' + i);
     const open = (file) => { try { fs.closeSync(fs.openSync(file, 'r')); } catch {} };
-    const m = bpf.monitor({ files: true, connects: true, offCpu: false, tcpRetransmits: false, top: 1e6 });
+    const m = bpf.monitor({ files: true, connects: true, offCpu: false, tcpRetransmits: false, top: 4096 });
     const registry = new Registry();
     m.registerPrometheus(registry); // (before the table fills: its require opens files)
     const size = m.tableSizes.files;
@@ -86,7 +86,7 @@ test('connects: past 4,096 distinct endpoints each new endpoint\'s connect is co
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'nlb-'));
     const name = (i) => path.join(dir, 's' + i); // no such socket: connect() fails with ENOENT
     const connect = (file) => new Promise((resolve) => net.connect(file).on('error', resolve).on('connect', resolve));
-    const m = bpf.monitor({ connects: true, offCpu: false, tcpRetransmits: false, top: 1e6 });
+    const m = bpf.monitor({ connects: true, offCpu: false, tcpRetransmits: false, top: 4096 });
     const size = m.tableSizes.connects;
     const n = size + ${EXTRA};
     for (let i = 0; i < n; i += 256) await Promise.all(Array.from({ length: Math.min(256, n - i) }, (_, j) => connect(name(i + j))));

@@ -3,6 +3,7 @@
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
+#include "filter.bpf.h"
 #include "bashreadline.h"
 
 const volatile __u32 target_pid = 0;
@@ -19,7 +20,7 @@ static __always_inline bool trace_allowed(void)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 
-	return !target_pid || tgid == target_pid;
+	return (!target_pid || tgid == target_pid) && cgroup_traced();
 }
 
 /* char *readline(const char *prompt): the line, malloc'd; NULL at end of input */

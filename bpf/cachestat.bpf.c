@@ -8,6 +8,7 @@
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
+#include "filter.bpf.h"
 #include "cachestat.h"
 
 const volatile __u32 target_pid = 0;	/* 0: every process */
@@ -17,7 +18,7 @@ __u64 counts[CACHESTAT_EVENTS] = {};
 
 static __always_inline int count(enum cachestat_event event)
 {
-	if (target_pid && (bpf_get_current_pid_tgid() >> 32) != target_pid)
+	if ((target_pid && (bpf_get_current_pid_tgid() >> 32) != target_pid) || !cgroup_traced())
 		return 0;
 	__sync_fetch_and_add(&counts[event], 1);
 	return 0;

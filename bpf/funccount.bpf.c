@@ -7,6 +7,7 @@
 #include <bpf/bpf_helpers.h>
 #include "compat.bpf.h"
 #include <bpf/bpf_core_read.h>
+#include "filter.bpf.h"
 #include "funccount.h"
 
 #define MAX_SYSCALLS 1024
@@ -43,9 +44,10 @@ static __always_inline int count_hit(__u64 probe)
 	struct funccount_key key = {};
 	struct funccount_value *value, zero = {};
 
-	if (target_pid && tgid != target_pid)
+	if ((target_pid && tgid != target_pid) || !cgroup_traced())
 		return 0;
 	key.probe = probe;
+	key.cgroup = container_key();
 	if (per_process)
 		key.pid = tgid;
 	value = bpf_map_lookup_elem(&counts, &key);

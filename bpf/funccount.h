@@ -4,11 +4,13 @@
 
 #define TASK_COMM_LEN 16
 
-/* what a count is of: the probe (its attach cookie), and with per_process the process */
+/* what a count is of: the probe (its attach cookie), and with per_process the
+ * process, with per_container the cgroup */
 struct funccount_key {
 	__u64 probe;			/* attach cookie: the probe's index in the tool's list */
 	__u32 pid;			/* process (tgid); 0 unless per_process */
 	__u32 pad;
+	__u64 cgroup;			/* cgroup id (v2); 0 unless per_container */
 };
 
 struct funccount_value {

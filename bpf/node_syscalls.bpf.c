@@ -7,6 +7,7 @@
 #include <bpf/bpf_tracing.h>
 #include "syscall_hist.bpf.h"
 #include "node_syscalls.bpf.h"
+#include "filter.bpf.h"
 
 /* sys_enter(struct pt_regs *regs, long id) */
 SEC("raw_tp/sys_enter")
@@ -14,7 +15,8 @@ int handle_sys_enter(struct bpf_raw_tracepoint_args *ctx)
 {
 	long nr = ctx->args[1];
 
-	if (syscall_enter(nr))
+	/* not started: its exit is not counted either */
+	if (cgroup_traced() && syscall_enter(nr))
 		files_endpoints_enter((__u32)bpf_get_current_pid_tgid(), nr, (struct pt_regs *)ctx->args[0]);
 	return 0;
 }

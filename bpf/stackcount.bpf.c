@@ -5,6 +5,7 @@
  * symbolizes them at the end. */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
+#include "filter.bpf.h"
 #include "stackcount.h"
 
 #define MAX_STACK_DEPTH 127
@@ -34,8 +35,9 @@ static __always_inline int count_stack(void *ctx)
 	struct stackcount_key key = {};
 
 	key.pid = id >> 32;
-	if (target_pid ? key.pid != target_pid : !id)
+	if ((target_pid ? key.pid != target_pid : !id) || !cgroup_traced())
 		return 0;
+	key.cgroup = container_key();
 	key.kernel_stack = kernel_stacks ? bpf_get_stackid(ctx, &stacks, 0) : -EFAULT;
 	key.user_stack = user_stacks ? bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK) : -EFAULT;
 	bpf_get_current_comm(key.comm, sizeof(key.comm));

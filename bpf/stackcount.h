@@ -10,6 +10,8 @@ struct stackcount_key {
 	__s32 kernel_stack;		/* id in the stacks map, or -errno: none (-EFAULT), lost (-EEXIST, -ENOMEM) */
 	__s32 user_stack;		/* the same, for the user-space stack */
 	char comm[TASK_COMM_LEN];	/* the thread's name */
+	__u32 pad;
+	__u64 cgroup;			/* cgroup id (v2); 0 unless per_container */
 };
 
 #endif /* __STACKCOUNT_H */

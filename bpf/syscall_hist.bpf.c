@@ -4,13 +4,17 @@
  * attach each for every syscall, and no per-event record to build. */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
+#include "filter.bpf.h"
+#define SYSCALL_HIST_PER_CGROUP
 #include "syscall_hist.bpf.h"
 
 /* sys_enter(struct pt_regs *regs, long id) */
 SEC("raw_tp/sys_enter")
 int handle_sys_enter(struct bpf_raw_tracepoint_args *ctx)
 {
-	syscall_enter(ctx->args[1]);
+	/* not started: its exit is not counted either */
+	if (cgroup_traced())
+		syscall_enter(ctx->args[1]);
 	return 0;
 }
 

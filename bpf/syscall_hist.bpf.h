@@ -3,7 +3,9 @@
  * tracepoints sys_enter and sys_exit: the start kept in the thread's task
  * storage (a hash keyed by thread before 5.11, compat.bpf.h) at entry, the syscall's count, time and histogram slot bumped at
  * exit. Included by syscall_hist.bpf.c and node_syscalls.bpf.c; read by
- * lib/syscalls.js. */
+ * lib/syscalls.js. With SYSCALL_HIST_PER_CGROUP defined (and filter.bpf.h
+ * included first), per_container counts by cgroup and syscall instead, in
+ * the hash cgroup_syscalls. */
 #ifndef __SYSCALL_HIST_BPF_H
 #define __SYSCALL_HIST_BPF_H
 
@@ -54,6 +56,31 @@ struct {
 	__type(value, struct syscall_counts);
 } syscalls SEC(".maps");
 
+#ifdef SYSCALL_HIST_PER_CGROUP
+/* counting up from load, as syscalls; allocated as cgroups call */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 8192);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct syscall_cgroup_key);
+	__type(value, struct syscall_counts);
+} cgroup_syscalls SEC(".maps");
+
+/* the counts of this thread's cgroup for syscall, created as zero when missing */
+static __always_inline struct syscall_counts *cgroup_counts(__u32 syscall)
+{
+	static const struct syscall_counts zero = {};
+	struct syscall_cgroup_key key = { .cgroup = bpf_get_current_cgroup_id(), .syscall = syscall };
+	struct syscall_counts *counts = bpf_map_lookup_elem(&cgroup_syscalls, &key);
+
+	if (counts)
+		return counts;
+	/* another CPU may create it first */
+	bpf_map_update_elem(&cgroup_syscalls, &key, &zero, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&cgroup_syscalls, &key);
+}
+#endif
+
 static __always_inline bool pid_traced(void)
 {
 	return !target_pid || (bpf_get_current_pid_tgid() >> 32) == target_pid;
@@ -99,7 +126,11 @@ static __always_inline long syscall_exit(long ret)
 	start->ts = 0;
 	thread_storage_done(starts);
 
+#ifdef SYSCALL_HIST_PER_CGROUP
+	counts = per_container ? cgroup_counts(syscall) : bpf_map_lookup_elem(&syscalls, &syscall);
+#else
 	counts = bpf_map_lookup_elem(&syscalls, &syscall);
+#endif
 	if (!counts)
 		return -1;
 	value = delta / unit_ns;

@@ -14,4 +14,11 @@ struct syscall_counts {
 	__u64 slots[SYSCALL_HIST_SLOTS];	/* the latency histogram (slots as bpf/hist.bpf.h numbers them) */
 };
 
+/* the key of the counts by cgroup (syscall_hist --per-container) */
+struct syscall_cgroup_key {
+	__u64 cgroup;			/* cgroup (v2) id of the calling thread */
+	__u32 syscall;
+	__u32 pad;
+};
+
 #endif /* __SYSCALL_HIST_H */

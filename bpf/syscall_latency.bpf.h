@@ -17,6 +17,7 @@
 #define __SYSCALL_LATENCY_BPF_H
 
 #include "compat.bpf.h"
+#include "filter.bpf.h"
 
 #ifndef LATENCY_EVENT
 #error "define LATENCY_EVENT (the record's struct) before including syscall_latency.bpf.h"
@@ -50,7 +51,7 @@ static __always_inline bool trace_allowed(void)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 
-	return !target_pid || tgid == target_pid;
+	return (!target_pid || tgid == target_pid) && cgroup_traced();
 }
 
 /* a zeroed start for this thread's call, or NULL when not traced */

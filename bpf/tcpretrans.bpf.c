@@ -3,6 +3,7 @@
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
+#include "filter.bpf.h"
 #include "tcpretrans.h"
 
 #define AF_INET 2
@@ -66,14 +67,19 @@ SEC("tp/tcp/tcp_retransmit_skb")
 int handle_tcp_retransmit_skb(struct tcp_retransmit_skb_args *ctx)
 {
 	const struct sock *sk = ctx->skaddr;
+	const struct cgroup *cgrp = sock_cgroup(sk);
 	struct tcpretrans_event *e;
 
+	/* often in softirq or a timer: the socket's cgroup, not the current thread's */
+	if (!cgroup_under(cgrp))
+		return 0;
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e)
 		return 0;
 	e->ts_ns = bpf_ktime_get_ns();
 	e->ino = socket_ino(sk);
 	e->netns = BPF_CORE_READ(sk, __sk_common.skc_net.net, ns.inum);
+	e->cgroup = cgrp ? BPF_CORE_READ(cgrp, kn, id) : 0;
 	e->state = ctx->state;
 	e->family = ctx->family;
 	e->sport = ctx->sport;

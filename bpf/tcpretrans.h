@@ -16,6 +16,7 @@ struct tcpretrans_event {
 	__u16 pad;
 	__u8 saddr[16];		/* local address, network byte order: AF_INET in the first 4 bytes */
 	__u8 daddr[16];		/* remote address */
+	__u64 cgroup;		/* the socket's cgroup (v2) id: its creator's; 0 before 5.15 */
 };
 
 #endif /* __TCPRETRANS_H */

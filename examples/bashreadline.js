@@ -12,6 +12,7 @@ const { findFunctions } = require('../lib/procfs');
 const { wallClock, formatTime, escapeText } = require('../lib/format');
 const { run } = require('../lib/run');
 const { objectPath } = require('../lib/objects');
+const { configureCgroup } = require('../lib/cgroup');
 
 const BASH = '/bin/bash';
 
@@ -31,7 +32,8 @@ async function main() {
       [binary, func] = [where.binary, where.fileOffset];
     }
     obj = bpf.loadBpfProgram(objectPath('bashreadline'));
-    if (target.pid !== undefined) obj.setGlobalVariable('target_pid', target.pid);
+    if (target.pid !== undefined) obj.setGlobalVariable('target_pid', target.kernelPid);
+    configureCgroup(obj, opts);
     // with a pid, only that process gets the probe
     obj.attachUretprobe(binary, func, obj.programs.handle_readline_return, target.pid === undefined ? {} : { pid: target.pid });
     if (!opts.json) console.log(`${'TIME'.padEnd(9)} ${'PID'.padStart(7)}  COMMAND`);

@@ -18,6 +18,7 @@ const { traceTarget, untilStopped } = require('../lib/target');
 const { ReportClock } = require('../lib/report');
 const { run } = require('../lib/run');
 const { objectPath } = require('../lib/objects');
+const { configureCgroup } = require('../lib/cgroup');
 
 /** The functions of each event, newest name first (folio_* since 5.16); dirtied: the tracepoints where the functions are inlined. */
 const EVENTS = {
@@ -106,7 +107,8 @@ async function main() {
   let obj;
   try {
     obj = bpf.loadBpfProgram(objectPath('cachestat'));
-    obj.setGlobalVariable('target_pid', target.pid ?? 0);
+    obj.setGlobalVariable('target_pid', target.kernelPid ?? 0);
+    configureCgroup(obj, opts);
     const { kind, chosen } = choosePrograms(obj, { kprobes: opts.kprobes });
     obj.load();
     for (const prog of Object.values(obj.programs).filter((p) => p.autoload)) obj.attach(prog);

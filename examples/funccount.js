@@ -21,6 +21,7 @@ const { Tally, formatTable, ReportClock, printReport } = require('../lib/report'
 const { escapeText } = require('../lib/format');
 const { run } = require('../lib/run');
 const { objectPath } = require('../lib/objects');
+const { CgroupNames, configureCgroup, CONTAINER_COLUMN } = require('../lib/cgroup');
 
 const PROBES_HELP = `what to count (globs: * ? [..]):
                          t:CATEGORY:EVENT  tracepoints         t:syscalls:sys_enter_*
@@ -51,6 +52,7 @@ function tooManyProbes(specs, list, max, pid) {
 async function main() {
   const opts = parseArgs('Counts the events that probes match, in the kernel, as bcc\'s funccount.', {
     systemWide: 'every process',
+    perContainer: true,
     options: {
       interval: intervalOption(),
       'per-process': { type: 'boolean', short: 'P', help: 'count per process (pid and name)' },
@@ -79,20 +81,23 @@ async function main() {
    * unlocks on 6.1 under qemu (examples/README.md).
    */
   const seen = new Map();
+  const cgroups = new CgroupNames();
   const collect = () => {
+    cgroups.refresh();
     for (const [key, value] of obj.getMap('counts', { int64: 'number' }).entries()) {
-      const id = `${key.probe}/${key.pid}`;
+      const id = `${key.probe}/${key.pid}/${key.cgroup}`;
       const count = value.count - (seen.get(id) ?? 0);
       seen.set(id, value.count);
       if (count === 0) continue;
       const probe = list[key.probe].label;
-      const fields = opts.perProcess ? { pid: key.pid, comm: value.comm, probe } : { probe };
+      const fields = { ...(opts.perContainer && cgroups.get(key.cgroup)), ...(opts.perProcess && { pid: key.pid, comm: value.comm }), probe };
       tally.add(id, fields, { count });
     }
   };
   const report = (head, rows, extra = {}) => {
     rows.sort((a, b) => b.count - a.count || (a.probe < b.probe ? -1 : 1));
     const columns = [
+      ...(opts.perContainer ? [CONTAINER_COLUMN] : []),
       ...(opts.perProcess ? [{ title: 'PID', value: (r) => r.pid }, { title: 'COMM', value: (r) => r.comm, left: true }] : []),
       { title: 'FUNC', value: (r) => r.probe, left: true },
       { title: 'COUNT', value: (r) => r.count },
@@ -105,8 +110,9 @@ async function main() {
     list = probes.expand(opts.positionals, { pid: target.pid });
     if (list.length > (opts.maxProbes ?? MAX_PROBES)) throw tooManyProbes(opts.positionals, list, opts.maxProbes ?? MAX_PROBES, target.pid);
     obj = bpf.loadBpfProgram(objectPath('funccount'));
-    obj.setGlobalVariable('target_pid', target.pid ?? 0);
+    obj.setGlobalVariable('target_pid', target.kernelPid ?? 0);
     obj.setGlobalVariable('per_process', Boolean(opts.perProcess));
+    configureCgroup(obj, opts);
     attached = probes.attach(obj, list, {
       tracepoint: 'handle_tracepoint',
       uprobe: 'handle_uprobe',

@@ -6,7 +6,7 @@
 //   node examples/goroutines.js [--pid N] [--goid-offset N] [--duration S] [--json]
 const path = require('path');
 const bpf = require('..');
-const { parseArgs } = require('../lib/args');
+const { parseArgs, integer } = require('../lib/args');
 const { traceTarget, untilStopped, drain } = require('../lib/target');
 const { findFunctions } = require('../lib/procfs');
 const { wallClock, formatTime, escapeText } = require('../lib/format');
@@ -34,11 +34,7 @@ async function main() {
         type: 'string',
         arg: 'N',
         help: "the offset of goid in runtime.g (default: from the binary's DWARF)",
-        parse: (v) => {
-          const n = Number(v);
-          if (!Number.isInteger(n) || n < 0) throw new Error(`not an offset: ${v}`);
-          return n;
-        },
+        parse: integer(0, 65_535),
       },
     },
   });
@@ -53,7 +49,7 @@ async function main() {
     console.error(`${escapeText(where.module)}: ${CASGSTATUS}, runtime.g.goid at offset ${offset}${opts.goidOffset === undefined ? ' (DWARF)' : ''}`);
 
     obj = bpf.loadBpfProgram(objectPath('goroutines'));
-    obj.setGlobalVariable('target_pid', target.pid);
+    obj.setGlobalVariable('target_pid', target.kernelPid);
     obj.setGlobalVariable('goid_offset', offset);
     obj.attachUprobe(where.binary, where.fileOffset, obj.programs.handle_casgstatus, { pid: target.pid });
     if (!opts.json) console.log(`${'TIME'.padEnd(12)} ${'PID'.padStart(7)} ${'TID'.padStart(7)} ${'GOID'.padStart(7)}  TRANSITION`);

@@ -12,13 +12,14 @@ const fs = require('fs');
 const net = require('net');
 const path = require('path');
 const bpf = require('..');
-const { parseArgs, intervalOption } = require('../lib/args');
+const { parseArgs, intervalOption, integer } = require('../lib/args');
 const { traceTarget, untilStopped } = require('../lib/target');
 const { SyscallLatency, syscallNumber } = require('../lib/syscalls');
 const { Tally, formatTable, ReportClock, printReport } = require('../lib/report');
 const { escapeText } = require('../lib/format');
 const { run } = require('../lib/run');
 const { objectPath } = require('../lib/objects');
+const { configureCgroup } = require('../lib/cgroup');
 
 const FAMILIES = { 0: 'AF_UNSPEC', 1: 'AF_UNIX', 2: 'AF_INET', 10: 'AF_INET6' };
 
@@ -33,11 +34,8 @@ function formatEndpoint(e) {
   return FAMILIES[e.family] ?? `family ${e.family}`;
 }
 
-function positiveInteger(value) {
-  const n = Number(value);
-  if (!(Number.isInteger(n) && n > 0)) throw new Error(`not a positive integer: ${value}`);
-  return n;
-}
+// a count of rows: at most 100000
+const positiveInteger = integer(1, 100_000);
 
 function sortKey(value) {
   if (value !== 'count' && value !== 'time') throw new Error(`not count or time: ${value}`);
@@ -105,7 +103,8 @@ async function main() {
 
   try {
     obj = bpf.loadBpfProgram(objectPath('node_syscalls'));
-    latency.configure(obj, target.pid);
+    latency.configure(obj, target.kernelPid);
+    configureCgroup(obj, opts);
     for (const name of ['open', 'openat', 'openat2', 'connect']) obj.setGlobalVariable(`nr_${name}`, syscallNumber(name) ?? -1);
     obj.attachRawTracepoint('sys_enter', 'handle_sys_enter');
     obj.attachRawTracepoint('sys_exit', 'handle_sys_exit');

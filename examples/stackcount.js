@@ -11,31 +11,36 @@
 //
 // Names of JavaScript functions come from the perf map of a Node.js run
 // with --perf-basic-prof (the built-in workload is, and with
-// --interpreted-frames-native-stack).
+// --interpreted-frames-native-stack) or, with --perf-prof, from its jitdump
+// (jit-PID.dump, with the functions V8 inlined: lib/jitdump.js). Node 24
+// and 26 inline hot functions into their callers in Maglev code, which
+// neither names: run node with --no-maglev-inlining too.
 const fs = require('fs');
 const path = require('path');
 const bpf = require('..');
-const { parseArgs } = require('../lib/args');
+const { parseArgs, integer } = require('../lib/args');
+const { maxSampleRate } = require('../lib/validate');
 const { traceTarget, untilStopped } = require('../lib/target');
 const probes = require('../lib/probes');
 const stacks = require('../lib/stacks');
+const jitdump = require('../lib/jitdump');
 const { ReportClock, printReport } = require('../lib/report');
 const { escapeText } = require('../lib/format');
 const { run } = require('../lib/run');
 const { objectPath } = require('../lib/objects');
+const { perfMapPath } = require('../lib/procfs');
+const { CgroupNames, configureCgroup, containerLabel } = require('../lib/cgroup');
 
-function positiveInteger(value) {
-  const n = Number(value);
-  if (!(Number.isInteger(n) && n > 0)) throw new Error(`not a positive integer: ${value}`);
-  return n;
-}
+// a count of rows: at most 100000
+const positiveInteger = integer(1, 100_000);
 
 async function main() {
   const opts = parseArgs('Counts the stacks of an event or of CPU samples in the kernel, and names their frames.', {
     systemWide: 'every process',
+    perContainer: true,
     options: {
       profile: { type: 'boolean', help: 'sample the CPU (cpu-clock perf event; the default without an event)' },
-      frequency: { type: 'string', short: 'F', arg: 'HZ', help: 'samples per second with --profile (default 99)', parse: positiveInteger },
+      frequency: { type: 'string', short: 'F', arg: 'HZ', help: 'samples per second with --profile (default 99)', parse: (v) => integer(1, maxSampleRate())(v) },
       tracepoint: { type: 'string', short: 't', arg: 'CAT:EVENT', help: 'count the stacks of a tracepoint (globs: syscalls:sys_enter_open*)' },
       top: { type: 'string', arg: 'N', help: 'print the N most frequent stacks (default 10)', parse: positiveInteger },
       folded: { type: 'boolean', help: 'print every stack folded (comm;outer;...;inner count) instead', conflicts: 'top' },
@@ -64,28 +69,39 @@ async function main() {
   try {
     const list = probes.expand(specs, { pid: target.pid });
     obj = bpf.loadBpfProgram(objectPath('stackcount'));
-    obj.setGlobalVariable('target_pid', target.pid ?? 0);
+    obj.setGlobalVariable('target_pid', target.kernelPid ?? 0);
     obj.setGlobalVariable('kernel_stacks', !opts.userOnly);
     obj.setGlobalVariable('user_stacks', !opts.kernelOnly);
+    configureCgroup(obj, opts);
     if (list.length) {
       attached = probes.attach(obj, list, { tracepoint: 'handle_tracepoint', uprobe: 'handle_uprobe', pid: target.pid });
       for (const { probe, error } of attached.failed) console.error(`stackcount: not counting ${escapeText(probe.label)}: ${escapeText(error.message)}`);
     }
     // every CPU, filtered in the kernel: a perf event for a pid samples only its main thread
     if (profile) obj.attachPerfEvent('handle_sample', { event: 'cpu-clock', frequency: opts.frequency ?? 99 });
-    if (target.pid !== undefined && !stacks.hasPerfMap(target.pid) && /node/.test(fs.readFileSync(`/proc/${target.pid}/comm`, 'utf8'))) {
-      console.error(`stackcount: no /tmp/perf-${target.pid}.map: JavaScript frames will be [unknown] (run node with --perf-basic-prof)`);
-    }
+    const symbolizer = new stacks.StackSymbolizer(bpf);
+    if (target.pid !== undefined && isNode(target.pid)) warnJit(target.pid, symbolizer);
     console.error(`Counting stacks of ${what}`);
     const clock = new ReportClock();
     // user frames are named from the process's mappings: name them every second while it
     // runs (the names are kept), in case it is gone at the end
-    const symbolizer = new stacks.StackSymbolizer(bpf);
     const warm = setInterval(() => stacks.symbolize(stacks.readStacks(obj), symbolizer), 1000);
     await untilStopped(opts, target);
     clearInterval(warm);
     obj.detachAll();
     const counted = stacks.symbolize(stacks.readStacks(obj), symbolizer);
+    if (opts.perContainer) {
+      const cgroups = new CgroupNames();
+      for (const s of counted) {
+        const names = cgroups.get(s.cgroup ?? 0);
+        Object.assign(s, names, { container: containerLabel(names) });
+      }
+    }
+    const jitError = target.pid !== undefined && symbolizer.jit.get(target.pid)?.error;
+    if (jitError) console.error(`stackcount: ${escapeText(jitError.message)}: inlined JavaScript functions are not named`);
+    const jitDump = target.pid !== undefined && symbolizer.jit.get(target.pid)?.dump;
+    if (jitDump?.truncated) console.error(`stackcount: ${escapeText(jitDump.file)}: only its first ${jitdump.MAX_BYTES >> 20} MiB read: code compiled later is named from the perf map alone`);
+    if (jitDump?.malformed) console.error(`stackcount: ${escapeText(jitDump.file)}: read up to a malformed record (${jitDump.malformed})`);
     const folded = stacks.foldStacks(counted);
     if (opts.svg) {
       fs.writeFileSync(opts.svg, bpf.flameGraph(folded, { title: `stackcount: ${what}, ${target.pid === undefined ? target.what : `pid ${target.pid}`}`, countName: profile ? 'samples' : 'events' }));
@@ -109,6 +125,31 @@ async function main() {
     if (attached?.perfEvents > 10) console.error(`Detaching ${attached.perfEvents} probes (the kernel takes ~0.1 s for each)...`);
     obj?.close();
   }
+}
+
+/** Whether process `pid` runs node (its executable's name; Node 24 and 26 name the main thread MainThread). */
+function isNode(pid) {
+  try {
+    return /node/.test(path.basename(fs.readlinkSync(`/proc/${pid}/exe`))) || /node/.test(fs.readFileSync(`/proc/${pid}/comm`, 'utf8'));
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Says how node process `pid` can name its JavaScript frames, where it does
+ * not: no perf map and no jitdump (every JS frame [unknown]), or a perf map
+ * alone while V8's Maglev inlines hot functions into their callers (Node 24
+ * and 26 do: the hot function's samples land in its caller).
+ */
+function warnJit(pid, symbolizer) {
+  const jit = symbolizer.jitOf(pid);
+  const map = stacks.hasPerfMap(pid);
+  const flags = 'node --perf-basic-prof --no-maglev-inlining (and --perf-prof, whose jitdump names the functions TurboFan inlines)';
+  const say = (what) => console.error(`stackcount: ${what} (run ${flags})`);
+  if (!map && !jit.dump) say(`no perf map ${perfMapPath(pid)} and no jitdump: JavaScript frames will be [unknown]`);
+  else if (!map) say(`no perf map ${perfMapPath(pid)}: JavaScript frames are named from the jitdump alone, which V8 writes through a buffer: the last functions compiled may be [unknown]`);
+  if ((map || jit.dump) && jit.maglevInlining) say(`pid ${pid} runs without --no-maglev-inlining: code that Maglev inlined is marked in its caller's frame, not named`);
 }
 
 run(main);

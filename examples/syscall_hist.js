@@ -11,12 +11,13 @@
 // first building a trace record.
 const path = require('path');
 const bpf = require('..');
-const { parseArgs, intervalOption } = require('../lib/args');
+const { parseArgs, intervalOption, integer } = require('../lib/args');
 const { traceTarget, untilStopped } = require('../lib/target');
 const { SyscallLatency, UNITS } = require('../lib/syscalls');
 const { ReportClock, printReport } = require('../lib/report');
 const { run } = require('../lib/run');
 const { objectPath } = require('../lib/objects');
+const { configureCgroup } = require('../lib/cgroup');
 
 /** `--linear 0,100,10`: `{ min, max, step }`, as bpftrace's lhist(v, min, max, step). */
 function linearSpec(value) {
@@ -32,15 +33,13 @@ function unit(value) {
   return value;
 }
 
-function positiveInteger(value) {
-  const n = Number(value);
-  if (!(Number.isInteger(n) && n > 0)) throw new Error(`not a positive integer: ${value}`);
-  return n;
-}
+// a count of rows: at most 100000
+const positiveInteger = integer(1, 100_000);
 
 async function main() {
   const opts = parseArgs('Prints a latency histogram per syscall of a process, or of every process, counted in the kernel.', {
     systemWide: 'every process',
+    perContainer: true,
     options: {
       interval: intervalOption(),
       unit: { type: 'string', arg: 'UNIT', help: 'the histograms\' unit: ns, us (default) or ms', parse: unit },
@@ -51,7 +50,7 @@ async function main() {
   });
   let latency;
   try {
-    latency = new SyscallLatency({ unit: opts.unit ?? 'us', linear: opts.linear, syscalls: opts.syscall });
+    latency = new SyscallLatency({ unit: opts.unit ?? 'us', linear: opts.linear, syscalls: opts.syscall, perContainer: opts.perContainer });
   } catch (err) {
     console.error(`syscall_hist: ${err.message}`);
     process.exit(2);
@@ -65,7 +64,8 @@ async function main() {
   let obj;
   try {
     obj = bpf.loadBpfProgram(objectPath('syscall_hist'));
-    latency.configure(obj, target.pid);
+    latency.configure(obj, target.kernelPid);
+    configureCgroup(obj, opts);
     obj.load();
     latency.start();
     obj.attachRawTracepoint('sys_enter', 'handle_sys_enter');

@@ -6,6 +6,7 @@
 // through a ring buffer; a count per connection at the end. Needs root.
 //   node examples/tcpretrans.js [--pid N | --all] [--duration S] [--json]
 const net = require('net');
+const os = require('os');
 const path = require('path');
 const bpf = require('..');
 const { parseArgs } = require('../lib/args');
@@ -14,6 +15,7 @@ const { socketInodes } = require('../lib/procfs');
 const { wallClock, formatTime, errnoName } = require('../lib/format');
 const { run } = require('../lib/run');
 const { objectPath } = require('../lib/objects');
+const { CgroupNames, configureCgroup, containerLabel } = require('../lib/cgroup');
 
 // include/net/tcp_states.h
 const TCP_STATES = [
@@ -60,6 +62,7 @@ function toEvent(r) {
     err: r.err,
     netns: r.netns,
     ino: r.ino,
+    cgroupId: r.cgroup,
   };
 }
 
@@ -83,14 +86,14 @@ function ownedBy(pid) {
 
 function printEvent(opts, e) {
   if (opts.json) {
-    const { time, ino, ...rest } = e;
-    console.log(JSON.stringify({ time: time.toISOString(), ...rest }));
+    const { time, ino, cgroupId, container, ...rest } = e;
+    console.log(JSON.stringify({ time: time.toISOString(), ...(opts.perContainer && { cgroupId }), ...rest }));
     return;
   }
   const ip = e.family === 'AF_INET6' ? 6 : 4;
   const notes = [e.segs !== 1 && `${e.segs} segs`, e.err && `failed: ${errnoName(-e.err)}`].filter(Boolean);
   console.log(
-    `${formatTime(e.time).padEnd(9)} ${String(ip).padEnd(2)} ${endpoint(e.laddr, e.lport).padEnd(42)} R> ${endpoint(e.raddr, e.rport).padEnd(42)} ${e.state}${notes.length ? ` (${notes.join(', ')})` : ''}`,
+    `${formatTime(e.time).padEnd(9)} ${String(ip).padEnd(2)} ${endpoint(e.laddr, e.lport).padEnd(42)} R> ${endpoint(e.raddr, e.rport).padEnd(42)} ${e.state.padEnd(e.container === undefined ? 0 : 11)}${e.container === undefined ? '' : ` ${e.container}`}${notes.length ? ` (${notes.join(', ')})` : ''}`,
   );
 }
 
@@ -101,32 +104,49 @@ function printSummary(opts, counts) {
     console.log(JSON.stringify({ summary: rows }));
     return;
   }
-  console.log(`\n${'LADDR:LPORT'.padEnd(45)} ${'RADDR:RPORT'.padEnd(45)} ${'RETRANSMITS'.padStart(11)} ${'SEGS'.padStart(6)}`);
+  const container = (r) => (r.cgroup === undefined ? '' : `  ${containerLabel(r)}`);
+  console.log(`\n${'LADDR:LPORT'.padEnd(45)} ${'RADDR:RPORT'.padEnd(45)} ${'RETRANSMITS'.padStart(11)} ${'SEGS'.padStart(6)}${opts.perContainer ? '  CONTAINER' : ''}`);
   for (const r of rows) {
-    console.log(`${endpoint(r.laddr, r.lport).padEnd(45)} ${endpoint(r.raddr, r.rport).padEnd(45)} ${String(r.retransmits).padStart(11)} ${String(r.segs).padStart(6)}`);
+    console.log(`${endpoint(r.laddr, r.lport).padEnd(45)} ${endpoint(r.raddr, r.rport).padEnd(45)} ${String(r.retransmits).padStart(11)} ${String(r.segs).padStart(6)}${container(r)}`);
   }
 }
 
 async function main() {
   const opts = parseArgs('Prints the TCP retransmits of the connections of a process: addresses, ports and state.', {
     systemWide: 'every TCP connection',
+    perContainer: true,
     pidHelp: 'the connections of process PID (default: every TCP connection, in every network namespace; --demo: a client and a server on a lossy link of their own)',
   });
+  const [major, minor] = os.release().split('.').map(Number);
+  if ((opts.cgroup || opts.perContainer) && (major < 5 || (major === 5 && minor < 15))) {
+    // bpf/filter.bpf.h sock_cgroup(): sk_cgrp_data.cgroup
+    throw Object.assign(new Error(`${opts.cgroup ? '--cgroup' : '--per-container'} needs the socket's cgroup, which kernels keep since 5.15 (this one is ${os.release()}); filter by -p PID instead`), { code: 'ENOTSUP' });
+  }
   const target = await traceTarget(opts, path.join(__dirname, 'workloads', 'tcpretrans.js'));
   const owned = target.pid === undefined ? () => true : ownedBy(target.pid);
   const counts = new Map();
-  let obj, events;
+  let obj, events, stopRefresh;
   try {
     obj = bpf.loadBpfProgram(objectPath('tcpretrans'));
+    configureCgroup(obj, opts);
     obj.attachTracepoint('tcp', 'tcp_retransmit_skb', obj.programs.handle_tcp_retransmit_skb);
-    if (!opts.json) console.log(`${'TIME'.padEnd(9)} IP ${'LADDR:LPORT'.padEnd(42)} T> ${'RADDR:RPORT'.padEnd(42)} STATE`);
+    if (!opts.json) console.log(`${'TIME'.padEnd(9)} IP ${'LADDR:LPORT'.padEnd(42)} T> ${'RADDR:RPORT'.padEnd(42)} ${opts.perContainer ? 'STATE       CONTAINER' : 'STATE'}`);
+    // the socket's cgroup (its creator's), named once per second at most
+    const cgroups = new CgroupNames();
+    const refresh = setInterval(() => cgroups.refresh(), 1000);
+    stopRefresh = () => clearInterval(refresh);
     events = obj.getMap('events').openRingBuffer(
       (record) => {
         const e = toEvent(record);
         if (!owned(e)) return;
+        if (opts.perContainer) {
+          Object.assign(e, cgroups.get(e.cgroupId));
+          e.container = containerLabel(e);
+        }
         printEvent(opts, e);
         const key = `${e.netns} ${endpoint(e.laddr, e.lport)} ${endpoint(e.raddr, e.rport)}`;
-        if (!counts.has(key)) counts.set(key, { family: e.family, laddr: e.laddr, lport: e.lport, raddr: e.raddr, rport: e.rport, retransmits: 0, segs: 0 });
+        const names = opts.perContainer ? { cgroupId: e.cgroupId, cgroup: e.cgroup, ...(e.containerId && { containerId: e.containerId }), ...(e.podUid && { podUid: e.podUid }) } : {};
+        if (!counts.has(key)) counts.set(key, { family: e.family, laddr: e.laddr, lport: e.lport, raddr: e.raddr, rport: e.rport, ...names, retransmits: 0, segs: 0 });
         // counted as the kernel counts them (TcpRetransSegs, ss's retrans): all but those
         // not even tried, their skb still in the host queue (EBUSY)
         if (e.err !== -EBUSY) {
@@ -141,6 +161,7 @@ async function main() {
     await drain([events]);
     printSummary(opts, counts);
   } finally {
+    stopRefresh?.();
     events?.close();
     obj?.close();
     target.stop();

@@ -10,6 +10,7 @@ const bpf = require('..');
 const { parseArgs } = require('../lib/args');
 const { traceTarget, untilStopped, drain } = require('../lib/target');
 const { findFunctions, threadsNamed } = require('../lib/procfs');
+const { kernelIds } = require('../lib/pidns');
 const { wallClock, formatTime, escapeText } = require('../lib/format');
 const { log2Buckets, formatHistogram, histogramJSON } = require('../lib/hist');
 const { run } = require('../lib/run');
@@ -110,10 +111,13 @@ async function main() {
     }
 
     obj = bpf.loadBpfProgram(objectPath('event_loop'));
-    obj.setGlobalVariable('target_pid', target.pid);
+    obj.setGlobalVariable('target_pid', target.kernelPid);
     // Node's platform runs a libuv loop of its own on its delayed-task
     // scheduler thread (Node 26 iterates it): not the application's loop
-    obj.setGlobalVariable('skip_tids', [...threadsNamed(target.pid, /^DelayedTaskSche/), 0, 0, 0, 0].slice(0, 4));
+    // (the kernel's tids: the target may be in a container)
+    const { tids } = kernelIds(target.pid);
+    const skipped = threadsNamed(target.pid, /^DelayedTaskSche/).map((tid) => tids.get(tid) ?? 0);
+    obj.setGlobalVariable('skip_tids', [...skipped, 0, 0, 0, 0].slice(0, 4));
     attachPhases(obj, target.pid, functions, choosePhasePrograms(obj));
     const iterations = new Iterations(traced, (it) => printIteration(opts, traced, it));
     events = obj.getMap('events').openRingBuffer((record) => iterations.add(record), {

@@ -8,6 +8,12 @@
  */
 const path = require('path');
 const util = require('util');
+const { resolveCgroup } = require('./cgroup');
+
+/** The most seconds `-d` and `-i` take: setTimeout's longest delay (2^31 - 1 ms), in whole seconds. */
+const MAX_SECONDS = 2_147_483;
+/** The highest process id (PID_MAX_LIMIT, the most /proc/sys/kernel/pid_max can be). */
+const MAX_PID = 4_194_304;
 
 /** How the usage names the tool: `node-libbpf syscalls` (lib/cli.js sets it), or `node examples/x.js`. */
 function programName() {
@@ -30,12 +36,14 @@ function programName() {
  * `'every bash'`), returned as `opts.systemWide`; a tool without it needs
  * `-p PID` or `--demo`. `extra.positionals`: `{ name: 'PROBE...', help, min? }`
  * allows arguments after the options, returned as `opts.positionals` (at
- * least `min`). `extra` may also be the argv array (the first form of this
- * function).
+ * least `min`). `extra.perContainer`: the tool takes `--per-container`.
+ * A tool with `systemWide` takes `--cgroup PATH` (`opts.cgroup`: `{ id,
+ * path, level }` of lib/cgroup.js `resolveCgroup`). `extra` may also be the
+ * argv array (the first form of this function).
  */
 function parseArgs(description, extra = {}, argv = process.argv.slice(2)) {
   if (Array.isArray(extra)) [extra, argv] = [{}, extra];
-  const own = extra.options ?? {};
+  const own = { ...(extra.systemWide && cgroupOptions(extra.perContainer)), ...extra.options };
   const flag = (name, o) => `${o.short ? `-${o.short}, ` : ''}--${name}${o.type === 'string' ? ` ${o.arg ?? 'VALUE'}` : ''}`;
   const line = (left, help) => `  ${left.padEnd(20)} ${help}`;
   const usage = [
@@ -79,10 +87,18 @@ function parseArgs(description, extra = {}, argv = process.argv.slice(2)) {
     process.exit(0);
   }
   const pid = values.pid === undefined ? undefined : Number(values.pid);
-  if (pid !== undefined && !(Number.isInteger(pid) && pid > 0)) usageError(`-p: not a process id: ${values.pid}`, usage);
+  if (pid !== undefined && !(Number.isInteger(pid) && pid >= 1 && pid <= MAX_PID && values.pid.trim() !== '')) {
+    usageError(`-p: not a process id (an integer from 1 to ${MAX_PID}): ${values.pid}`, usage);
+  }
   if (pid !== undefined && values.demo) usageError('-p and --demo do not go together', usage);
-  const duration = values.duration === undefined ? undefined : Number(values.duration);
-  if (duration !== undefined && !(duration > 0)) usageError(`-d: not a number of seconds: ${values.duration}`, usage);
+  let duration;
+  if (values.duration !== undefined) {
+    try {
+      duration = seconds(values.duration);
+    } catch (err) {
+      usageError(`-d: ${err.message}`, usage);
+    }
+  }
   if (pid === undefined && !values.demo && !extra.systemWide) usageError('which process? give -p PID, or --demo to trace the built-in workload', usage);
   const opts = { pid, demo: values.demo, systemWide: extra.systemWide, duration, json: values.json };
   for (const [name, o] of Object.entries(own)) {
@@ -98,6 +114,7 @@ function parseArgs(description, extra = {}, argv = process.argv.slice(2)) {
     }
     opts[camelCase(name)] = value;
   }
+  if (opts.cgroup && opts.systemWide) opts.systemWide += ` in cgroup ${opts.cgroup.path}`;
   if (extra.positionals) {
     if (positionals.length < (extra.positionals.min ?? 0)) usageError(`missing ${extra.positionals.name}`, usage);
     opts.positionals = positionals;
@@ -105,11 +122,35 @@ function parseArgs(description, extra = {}, argv = process.argv.slice(2)) {
   return opts;
 }
 
-/** A number of seconds above 0, for an option's `parse`. */
+/** `--cgroup PATH` of the system-wide tools, and `--per-container` of those that count per key. */
+function cgroupOptions(perContainer) {
+  return {
+    cgroup: { type: 'string', arg: 'PATH', help: 'only the processes of this cgroup v2 directory and below (absolute, or relative to the v2 mount)', parse: (p) => resolveCgroup(p) },
+    ...(perContainer && { 'per-container': { type: 'boolean', help: 'count per cgroup: a CONTAINER column (-j: cgroupId, cgroup, containerId, podUid)' } }),
+  };
+}
+
+/** A number of seconds above 0 and at most MAX_SECONDS (fractions allowed), for an option's `parse`. */
 function seconds(value) {
   const n = Number(value);
-  if (!(n > 0)) throw new Error(`not a number of seconds: ${value}`);
+  if (!(n > 0 && n <= MAX_SECONDS)) {
+    throw new Error(`not a number of seconds above 0 and at most ${MAX_SECONDS}: ${value}`);
+  }
   return n;
+}
+
+/**
+ * An option's `parse` for an integer from `min` to `max` (a count, an
+ * offset): `top: { type: 'string', parse: integer(1, 10000) }`.
+ */
+function integer(min, max) {
+  return (value) => {
+    const n = Number(value);
+    if (!(Number.isInteger(n) && n >= min && n <= max) || String(value).trim() === '') {
+      throw new Error(`not an integer from ${min} to ${max}: ${value}`);
+    }
+    return n;
+  };
 }
 
 /**
@@ -130,4 +171,4 @@ function usageError(message, usage) {
   process.exit(2);
 }
 
-module.exports = { parseArgs, seconds, intervalOption };
+module.exports = { parseArgs, seconds, integer, intervalOption, MAX_SECONDS, MAX_PID };

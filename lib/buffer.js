@@ -47,7 +47,10 @@ class EventBuffer {
    * scope, and with it `this`.
    */
   static #forwarder(ref) {
-    return (losses) => ref.deref()?.#dispatch(losses);
+    return (losses) => {
+      const buffer = ref.deref();
+      if (buffer) buffer.#dispatch(losses);
+    };
   }
 
   /** Stops delivery at once (no callback runs after it returns) and frees the buffer. Idempotent. */

@@ -10,6 +10,7 @@
 const fs = require('fs');
 const codec = require('./codec');
 const { EventBuffer } = require('./buffer');
+const validate = require('./validate');
 
 let cpus;
 
@@ -206,7 +207,7 @@ class BpfMap {
    * roundUp(valueSize, 8)`. For counters read often (a metrics scrape).
    */
   readMapped(target, offset = 0) {
-    this.#native.readMapped(target, offset);
+    this.#native.readMapped(target, validate.integer(`map '${this.name}' readMapped`, 'offset', offset ?? 0, validate.LIMITS.offset));
     return target;
   }
 
@@ -235,8 +236,8 @@ class BpfMap {
   }
 
   #open(kind, callback, options, openNative) {
-    options ??= {};
     const method = kind === 'ring' ? 'openRingBuffer' : 'openPerfBuffer';
+    options = validate.object(method, options);
     if (typeof callback !== 'function') {
       throw codedError('ERR_INVALID_ARG_TYPE', `${method}(callback, options): the callback must be a function, got ${callback === null ? 'null' : typeof callback}`);
     }
@@ -263,7 +264,7 @@ class BpfMap {
       // buffer's second reader would take the first one's place in the map
       throw codedError('ERR_BPF_BUFFER', `map '${this.name}' has an open buffer already: close it before opening another (one reader per map)`);
     }
-    const { pollInterval, queueSize, pageCount, wakeupBytes } = options;
+    const { pollInterval, queueSize, pageCount, wakeupBytes } = bufferOptions(method, kind, options);
     const buffer = new EventBuffer({
       kind,
       map: this.name,
@@ -280,6 +281,26 @@ class BpfMap {
     this.#track.opened(buffer);
     return buffer;
   }
+}
+
+/** The numeric options of a buffer, range-checked (lib/validate.js). */
+function bufferOptions(method, kind, options) {
+  const { LIMITS } = validate;
+  const out = {
+    pollInterval: validate.integer(method, 'pollInterval', options.pollInterval, LIMITS.pollInterval),
+    queueSize: validate.integer(method, 'queueSize', options.queueSize, LIMITS.queueSize),
+  };
+  if (kind === 'ring') {
+    if (options.pageCount !== undefined || options.wakeupBytes !== undefined) {
+      throw codedError('ERR_BPF_INVALID_VALUE', `${method}: pageCount and wakeupBytes are perf buffer options; a ring buffer's size is its map's max_entries`);
+    }
+    return out;
+  }
+  return {
+    ...out,
+    pageCount: validate.powerOfTwo(method, 'pageCount', options.pageCount, LIMITS.pageCount),
+    wakeupBytes: validate.integer(method, 'wakeupBytes', options.wakeupBytes, LIMITS.wakeupBytes),
+  };
 }
 
 module.exports = { BpfMap, possibleCpus };

@@ -28,9 +28,11 @@ const net = require('node:net');
 const native = require('./native');
 const { loadBpfProgram } = require('./object');
 const { objectPath } = require('./objects');
+const validate = require('./validate');
 const { findFunctions, socketInodes } = require('./procfs');
 const { PHASES, choosePhasePrograms, attachPhases } = require('./event_loop');
 const { chooseThreadStorage } = require('./compat');
+const { kernelIds } = require('./pidns');
 
 const PARTS = ['syscalls', 'eventLoop', 'offCpu', 'files', 'connects', 'tcpRetransmits'];
 /**
@@ -133,17 +135,21 @@ function checkOptions(options) {
   const wrong = PARTS.filter((p) => options?.[p] !== undefined && typeof options[p] !== 'boolean');
   if (wrong.length) throw codedError('ERR_INVALID_ARG_TYPE', `monitor(): parts are turned on or off with true or false; ${wrong.map((p) => `${p}: ${options[p]}`).join(', ')}`);
   const parts = PARTS.filter((p) => options?.[p] ?? DEFAULT_PARTS.includes(p));
-  const top = options?.top ?? 20;
-  if (!Number.isInteger(top) || top < 1) throw codedError('ERR_BPF_INVALID_VALUE', `monitor(): top must be a positive integer, got ${top}`);
+  const top = validate.integer('monitor()', 'top', options?.top, validate.LIMITS.top) ?? 20;
   return { parts, top };
 }
 
 /**
  * Sets `node_libbpf_tids` (bpf/node_libbpf.bpf.h) of an object not loaded
- * yet to node-libbpf's own threads, so that its programs can leave them out.
+ * yet to node-libbpf's own threads, so that its programs can leave them out:
+ * their kernel tids (those bpf_get_current_pid_tgid() has), also in a pid
+ * namespace. `ids`: this process's `kernelIds()`, if already read.
  */
-function excludeLibraryThreads(obj) {
-  const tids = native.libraryThreads().map((t) => t.tid);
+function excludeLibraryThreads(obj, ids) {
+  const threads = native.libraryThreads(); // (starts them if they were not running: before reading their ids)
+  let kernelTids = ids?.tids;
+  if (!kernelTids || threads.some((t) => !kernelTids.has(t.tid))) kernelTids = kernelIds(process.pid).tids;
+  const tids = threads.map((t) => kernelTids.get(t.tid) ?? 0);
   obj.setGlobalVariable('node_libbpf_tids', [...tids, ...new Array(8 - tids.length).fill(0)].slice(0, 8));
   return tids;
 }
@@ -185,8 +191,11 @@ class Monitor {
     const nr = (name) => syscallNumber(name) ?? -1;
     const obj = loadBpfProgram(objectPath('monitor'));
     try {
-      obj.setGlobalVariable('target_pid', process.pid);
-      excludeLibraryThreads(obj);
+      // the kernel's ids of this process (in a container, not process.pid)
+      native.libraryThreads(); // (started before their ids are read)
+      const ids = kernelIds(process.pid);
+      obj.setGlobalVariable('target_pid', ids.tgid);
+      excludeLibraryThreads(obj, ids);
       if (this.#parts.has('files')) for (const n of ['open', 'openat', 'openat2']) obj.setGlobalVariable(`nr_${n}`, nr(n));
       if (this.#parts.has('connects')) obj.setGlobalVariable('nr_connect', nr('connect'));
       for (const n of ['epoll_wait', 'epoll_pwait', 'epoll_pwait2', 'uretprobe']) obj.setGlobalVariable(`nr_${n}`, nr(n));

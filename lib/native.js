@@ -28,18 +28,16 @@ function diagnose(err) {
   const platform = platformName();
   const pkg = `node-libbpf-${platform}`;
   const all = messages(err);
-  const SUPPORTED = ['linux-x64-gnu', 'linux-arm64-gnu'];
+  const SUPPORTED = ['linux-x64-gnu', 'linux-arm64-gnu', 'linux-x64-musl', 'linux-arm64-musl'];
   if (process.platform !== 'linux') return `node-libbpf runs on Linux only (eBPF is a Linux kernel feature); this is ${process.platform}`;
   if (!SUPPORTED.includes(platform)) {
-    return `node-libbpf has no prebuilt addon for ${platform}; it ships ${SUPPORTED.join(' and ')}${
-      platform.endsWith('-musl') ? ' (glibc: Alpine and other musl systems are not supported yet; use a glibc-based image such as Debian slim)' : ''
-    }`;
+    return `node-libbpf has no prebuilt addon for ${platform}; it ships ${SUPPORTED.join(', ')}`;
   }
   // the platform package or the local build was found, and the dynamic loader refused it
   const dlopen = all.find((m) => !/^Cannot find module/.test(m) && /\.node: |\.so\b|GLIBC_|cannot open shared object|ELF|undefined symbol/.test(m));
   if (dlopen) {
     return `node-libbpf's addon for ${platform} was found but did not load: ${dlopen}. ${
-      /GLIBC_/.test(dlopen) ? 'The prebuilt addon needs glibc 2.17 or newer; a local build needs the glibc it was built with' : 'Reinstall node-libbpf; if you built it yourself, rebuild it (npm run build:addon)'
+      /GLIBC_/.test(dlopen) ? 'The prebuilt gnu addon needs glibc 2.17 or newer; a local build needs the glibc it was built with' : 'Reinstall node-libbpf; if you built it yourself, rebuild it (npm run build:addon)'
     }`;
   }
   const mismatch = all.find((m) => /version mismatch/.test(m));

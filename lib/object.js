@@ -7,7 +7,8 @@
  */
 const native = require('./native');
 const codec = require('./codec');
-const { BpfMap } = require('./map');
+const { BpfMap, possibleCpus } = require('./map');
+const validate = require('./validate');
 
 // An object nobody can reach any more (no variable, no link, no buffer that
 // keeps the process alive) is closed when it is garbage-collected, with a
@@ -138,43 +139,74 @@ class BpfObject {
   }
 
   attachKprobe(funcName, prog, options) {
-    return this.#link(this.#handle.attachKprobe(funcName, prog, options));
+    return this.#link(this.#handle.attachKprobe(funcName, prog, cookieOptions('attachKprobe', options)));
   }
 
   attachKretprobe(funcName, prog, options) {
-    return this.#link(this.#handle.attachKretprobe(funcName, prog, options));
+    return this.#link(this.#handle.attachKretprobe(funcName, prog, cookieOptions('attachKretprobe', options)));
   }
 
   attachTracepoint(category, name, prog, options) {
-    return this.#link(this.#handle.attachTracepoint(category, name, prog, options));
+    return this.#link(this.#handle.attachTracepoint(category, name, prog, cookieOptions('attachTracepoint', options)));
   }
 
   attachRawTracepoint(name, prog, options) {
-    return this.#link(this.#handle.attachRawTracepoint(name, prog, options));
+    return this.#link(this.#handle.attachRawTracepoint(name, prog, cookieOptions('attachRawTracepoint', options)));
   }
 
   attachUprobe(binaryPath, symbolOrOffset, prog, options) {
-    return this.#link(this.#handle.attachUprobe(binaryPath, symbolOrOffset, prog, options));
+    const where = 'attachUprobe';
+    return this.#link(this.#handle.attachUprobe(binaryPath, uprobeTarget(where, symbolOrOffset), prog, uprobeOptions(where, options)));
   }
 
   attachUretprobe(binaryPath, symbolOrOffset, prog, options) {
-    return this.#link(this.#handle.attachUretprobe(binaryPath, symbolOrOffset, prog, options));
+    const where = 'attachUretprobe';
+    return this.#link(this.#handle.attachUretprobe(binaryPath, uprobeTarget(where, symbolOrOffset), prog, uprobeOptions(where, options)));
   }
 
   attachUprobeMulti(binaryPath, symbols, prog, options) {
-    return this.#link(this.#handle.attachUprobeMulti(binaryPath, symbols, prog, options));
+    const where = 'attachUprobeMulti';
+    const o = validate.object(where, options);
+    let cookies = o.cookies;
+    if (cookies !== undefined && cookies !== null) {
+      if (!Array.isArray(cookies)) throw validate.codedError('ERR_INVALID_ARG_TYPE', `${where}: cookies must be an array of bigints, one per symbol`);
+      cookies = cookies.map((c, i) => {
+        if (c === undefined || c === null) throw validate.codedError('ERR_INVALID_ARG_TYPE', `${where}: cookies[${i}] must be a bigint from 0 to 2**64-1; got ${c}`);
+        return validate.u64(where, `cookies[${i}]`, c);
+      });
+    }
+    const pid = validate.integer(where, 'pid', o.pid, validate.LIMITS.pid);
+    return this.#link(this.#handle.attachUprobeMulti(binaryPath, symbols, prog, { ...o, pid, cookies }));
   }
 
   attachUsdt(binaryPath, provider, name, prog, options) {
-    return this.#link(this.#handle.attachUsdt(binaryPath, provider, name, prog, options));
+    return this.#link(this.#handle.attachUsdt(binaryPath, provider, name, prog, uprobeOptions('attachUsdt', options)));
   }
 
   attachPerfEvent(prog, options) {
-    return this.#link(this.#handle.attachPerfEvent(prog, options));
+    const where = 'attachPerfEvent';
+    const o = validate.object(where, options);
+    const { LIMITS } = validate;
+    const checked = {
+      ...o,
+      frequency: o.frequency == null ? undefined : validate.integer(where, 'frequency', o.frequency, [1, validate.maxSampleRate()]),
+      period: validate.integer(where, 'period', o.period, LIMITS.period),
+      pid: validate.integer(where, 'pid', o.pid, LIMITS.pid),
+      cpu: validate.integer(where, 'cpu', o.cpu, [0, possibleCpus() - 1]),
+    };
+    return this.#link(this.#handle.attachPerfEvent(prog, checked));
   }
 
   attach(prog) {
     return this.#link(this.#handle.attach(prog));
+  }
+
+  /**
+   * Runs a `SEC("iter/<target>")` program once and returns what it wrote
+   * (a Buffer); it runs in this thread's context. Linux 5.8+.
+   */
+  readIterator(prog, options) {
+    return this.#handle.readIterator(prog, options);
   }
 
   /** Detaches every link this object made; programs and maps stay loaded. */
@@ -204,6 +236,27 @@ class BpfObject {
   #stopBuffers() {
     for (const buffer of [...this.#buffers]) buffer.close();
   }
+}
+
+/** The options of an attach that takes a cookie only, range-checked. */
+function cookieOptions(where, options) {
+  const o = validate.object(where, options);
+  return { ...o, cookie: validate.u64(where, 'cookie', o.cookie) };
+}
+
+/** The options of a uprobe or USDT attach (pid, cookie), range-checked. */
+function uprobeOptions(where, options) {
+  const o = validate.object(where, options);
+  return { ...o, pid: validate.integer(where, 'pid', o.pid, validate.LIMITS.pid), cookie: validate.u64(where, 'cookie', o.cookie) };
+}
+
+/** A uprobe's function: a symbol name, or a file offset (an integer from 0). */
+function uprobeTarget(where, target) {
+  if (typeof target === 'string') return target;
+  if (typeof target !== 'number') {
+    throw validate.codedError('ERR_INVALID_ARG_TYPE', `${where}: the function must be a symbol name (a string) or a file offset (a number); got ${typeof target}`);
+  }
+  return validate.integer(where, 'offset', target, validate.LIMITS.offset);
 }
 
 /**

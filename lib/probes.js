@@ -98,8 +98,9 @@ function isDir(p) {
 
 /**
  * The ELF file `library` names: a path; else a library mapped by process
- * `pid` (`c`, `libc`, `libc.so.6`, `pthread`); else one `ldconfig -p`
- * knows; else a program on $PATH.
+ * `pid` (`c`, `libc`, `libc.so.6`, `pthread`), through its root
+ * (`/proc/PID/root/...`: the file it maps, also in a container); else one
+ * `ldconfig -p` knows; else a program on $PATH.
  */
 function resolveLibrary(library, pid) {
   if (library.includes('/')) {
@@ -115,7 +116,8 @@ function resolveLibrary(library, pid) {
         .split('\n')
         .map((line) => line.split(/\s+/).slice(5).join(' '))
         .find((file) => file.startsWith('/') && isIt(file));
-      if (mapped) return mapped;
+      // as the process sees it: in another mount namespace (a container) its paths are under its root
+      if (mapped) return `/proc/${pid}/root${mapped}`;
     } catch {
       // the process is gone: look further
     }

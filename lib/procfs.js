@@ -1,8 +1,8 @@
 'use strict';
 /**
  * What /proc says of a traced process: where its functions are, for
- * uprobes (its executable and the ELF files it has mapped), and the inodes
- * of its sockets.
+ * uprobes (its executable and the ELF files it has mapped), the inodes
+ * of its sockets, and where its perf map is.
  *
  *   const { findFunctions, socketInodes } = require('node-libbpf/lib/procfs');
  */
@@ -67,6 +67,25 @@ function socketInodes(pid) {
 }
 
 /**
+ * The pid of process `pid` in its own PID namespace (the last field of the
+ * `NSpid:` line of /proc/PID/status): `pid` itself outside a container.
+ */
+function namespacePid(pid) {
+  const m = /^NSpid:\s*(.*)$/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Number(m[1].trim().split(/\s+/).pop()) : pid;
+}
+
+/**
+ * Where the perf map of process `pid` (`node --perf-basic-prof`) is, as
+ * this process reaches it: /tmp/perf-NSPID.map in the process's own mount
+ * namespace, through `/proc/PID/root` (a containerized process: NSPID is
+ * its pid in its PID namespace), where the symbolizer reads it too.
+ */
+function perfMapPath(pid) {
+  return `/proc/${pid}/root/tmp/perf-${namespacePid(pid)}.map`;
+}
+
+/**
  * The threads of process `pid` whose name (/proc/PID/task/TID/comm) matches
  * `re`, as tids; none if the process is gone.
  */
@@ -86,4 +105,4 @@ function threadsNamed(pid, re) {
   }).map(Number);
 }
 
-module.exports = { findFunctions, socketInodes, threadsNamed };
+module.exports = { findFunctions, socketInodes, namespacePid, perfMapPath, threadsNamed };

@@ -14,61 +14,128 @@
  */
 const fs = require('fs');
 const { escapeText } = require('./format');
+const { perfMapPath } = require('./procfs');
+const jitdump = require('./jitdump');
 
 const EFAULT = 14; // bpf_get_stackid: no stack of that kind (a kernel thread's user stack, a user-mode sample's kernel stack)
 
-/** Names addresses, caching every answer: kernel addresses once, user addresses once per process. */
+/**
+ * Names addresses, caching every answer: kernel addresses once, user
+ * addresses once per process. JavaScript code of a node process that runs
+ * with --perf-prof is named from its jitdump (lib/jitdump.js), with the
+ * function inlined where the sample landed; else from its perf map, where a
+ * Maglev frame (which may hold inlined functions' code, unnamed) says so and
+ * which flag names them, unless the process runs with --no-maglev-inlining.
+ */
 class StackSymbolizer {
-  constructor(bpf = require('..')) {
+  constructor(bpf = require('./native')) {
     this.symbolizer = new bpf.Symbolizer();
-    this.cache = new Map(); // 'k' or pid -> Map(address -> name)
+    this.cache = new Map(); // 'k' or pid -> Map(address -> [name, innermost first])
+    this.jit = new Map(); // pid -> { dump: JitDump | null, maglevInlining, error }
   }
 
   /** The names of kernel addresses (innermost first, as given). */
   kernel(addresses) {
-    return this.#names('k', addresses, (todo) => this.symbolizer.kernel(todo));
+    return this.#names('k', addresses, (todo) => this.symbolizer.kernel(todo).map((f) => [frameName(f)])).map((f) => f[0]);
   }
 
   /**
-   * The names of user-space addresses of process `pid`: `[unknown]` where
-   * no symbol covers the address, and for every address once the process
-   * is gone (symbolize while it runs).
+   * The names of user-space addresses of process `pid`, one per address
+   * (the physical function: see `frames` for the inlined ones): `[unknown]`
+   * where no symbol covers the address, and for every address once the
+   * process is gone (symbolize while it runs).
    */
   user(pid, addresses) {
-    return this.#names(pid, addresses, (todo) => {
-      try {
-        return this.symbolizer.process(pid, todo);
-      } catch (err) {
-        if (err.code === 'ENOENT') return todo.map(() => ({}));
-        throw err;
-      }
-    });
+    return this.#user(pid, addresses).map((f) => f[f.length - 1]);
+  }
+
+  /** The frames of user-space addresses of process `pid`, innermost first: an address in JIT code that holds an inlined function's code gives two. */
+  frames(pid, addresses) {
+    return this.#user(pid, addresses).flat();
+  }
+
+  /**
+   * The frames of each user-space address of process `pid`: one list per
+   * address, innermost first, the physical function last (as pprof's
+   * Location lines: the functions inlined into the last one before it).
+   * @returns {string[][]}
+   */
+  userFrames(pid, addresses) {
+    return this.#user(pid, addresses).map((f) => [...f]);
   }
 
   /** Symbolizes, in one call, every address not seen yet. */
   prefetch(pid, addresses) {
-    this.user(pid, addresses);
+    this.#user(pid, addresses);
+  }
+
+  /** What the JIT naming of process `pid` has: `{ dump, maglevInlining, error }` (`dump`: a JitDump, or null without --perf-prof). */
+  jitOf(pid) {
+    if (!this.jit.has(pid)) {
+      const flags = jitdump.nodeFlags(pid);
+      let dump = null;
+      const file = jitdump.findJitDump(pid, flags);
+      if (file) dump = new jitdump.JitDump(file);
+      const maglevInlining = !jitdump.flagOn(flags, '--no-maglev-inlining') && !jitdump.flagOn(flags, '--no-maglev');
+      this.jit.set(pid, { dump, maglevInlining, error: null });
+    }
+    return this.jit.get(pid);
+  }
+
+  #user(pid, addresses) {
+    return this.#names(pid, addresses, (todo) => {
+      let found;
+      try {
+        found = this.symbolizer.process(pid, todo);
+      } catch (err) {
+        if (err.code === 'ENOENT') return todo.map(() => [frameName({})]);
+        throw err;
+      }
+      const jit = this.jitOf(pid);
+      if (jit.dump) {
+        try {
+          jit.dump.refresh();
+        } catch (err) {
+          jit.error ??= err; // said once by the tool; the perf map still names what it can
+        }
+      }
+      return found.map((frame, i) => {
+        const inDump = jit.dump?.frames(todo[i]);
+        if (inDump) return inDump;
+        const name = frameName(frame);
+        // V8 writes its jitdump through a stdio buffer: code not in it yet may be, next time
+        if (jit.dump && name === '[unknown]') return Object.assign([name], { retry: true });
+        // a perf map's Maglev frame: whether it holds inlined code is not known
+        if (jit.maglevInlining && /^JS:o?\+/.test(frame?.name ?? '')) return [`${name} ${MAY_HOLD_INLINED}`];
+        return [name];
+      });
+    });
   }
 
   #names(key, addresses, lookup) {
     if (!this.cache.has(key)) this.cache.set(key, new Map());
     const known = this.cache.get(key);
     const todo = [...new Set(addresses.filter((a) => !known.has(a)))];
-    if (todo.length) lookup(todo).forEach((frame, i) => known.set(todo[i], frameName(frame)));
-    return addresses.map((a) => known.get(a));
+    const fresh = new Map();
+    if (todo.length) lookup(todo).forEach((frames, i) => (frames.retry ? fresh : known).set(todo[i], frames));
+    return addresses.map((a) => known.get(a) ?? fresh.get(a));
   }
 }
+
+/** What a perf map's Maglev frame says, as the target may inline there (Node 24 and 26 do, first). */
+const MAY_HOLD_INLINED = `[may hold inlined code: run node with ${jitdump.MAGLEV_FLAG} to name it]`;
 
 /**
  * A frame's name: the function, without a JIT frame's tier marker (`~`
  * interpreted, `^` Sparkplug, `+` Maglev, `*` TurboFan; Node 26 marks
- * on-stack-replaced code with an `o` before it: `JS:o*hotLoop`):
+ * on-stack-replaced code with an `o` before it: `JS:o*hotLoop`, and
+ * context-specialized code with a `'` after it: `JS:+'processImmediate`):
  * `JS:*hotLoop file.js:3:18` is `hotLoop file.js:3:18`, `JS:~ file.js:9:5`
  * is `(anonymous) file.js:9:5`; or `[unknown]`.
  */
 function frameName(frame) {
   if (!frame?.name) return '[unknown]';
-  const js = /^(?:JS|LazyCompile|Function|Script|Builtin|Eval|RegExp|InterpretedFunction):o?[*~^+]?(.*)$/.exec(frame.name);
+  const js = /^(?:JS|LazyCompile|Function|Script|Builtin|Eval|RegExp|InterpretedFunction):o?[*~^+]?'?(.*)$/.exec(frame.name);
   if (!js) return withoutParameters(frame.name);
   return js[1] === '' || js[1].startsWith(' ') ? `(anonymous)${js[1]}` : js[1];
 }
@@ -89,10 +156,11 @@ function withoutParameters(name) {
  * Every counted stack of an object whose `counts` hash map is keyed by
  * `{ pid, kernel_stack, user_stack, comm }` (stack ids in the `stacks`
  * map, or -errno; see bpf/stackcount.h) with a count as value:
- * `[{ pid, comm, count, kernel: [address], user: [address], lost }]`,
+ * `[{ pid, comm, count, kernel: [address], user: [address], lost, cgroup? }]`,
  * innermost frame first. `lost`: a stack the kernel could not keep (its
  * map was full, or a hash collision). `del`: empty the counts as they are
- * read (for interval reports).
+ * read (for interval reports). `cgroup`: the key's cgroup id, where it
+ * has one (not 0: bpf/filter.bpf.h's per_container).
  */
 function readStacks(obj, { counts = 'counts', stacks = 'stacks', del = false } = {}) {
   const countMap = obj.getMap(counts, { int64: 'number' });
@@ -112,13 +180,14 @@ function readStacks(obj, { counts = 'counts', stacks = 'stacks', del = false } =
     kernel: stack(key.kernel_stack),
     user: stack(key.user_stack),
     lost: lost(key.kernel_stack) || lost(key.user_stack),
+    ...(key.cgroup && { cgroup: key.cgroup }),
   }));
 }
 
 /**
  * Names the frames of `readStacks` entries (innermost first) and merges the
  * stacks that name the same frames: `[{ pid, comm, count, kernel: [name],
- * user: [name] }]`, most counted first. A lost stack has one frame,
+ * user: [name], cgroup? }]`, most counted first. A lost stack has one frame,
  * `[lost stack]`.
  */
 function symbolize(entries, symbolizer) {
@@ -131,9 +200,10 @@ function symbolize(entries, symbolizer) {
       pid: e.pid,
       comm: e.comm,
       kernel: symbolizer.kernel(e.kernel),
-      user: e.lost ? ['[lost stack]'] : symbolizer.user(e.pid, e.user),
+      user: e.lost ? ['[lost stack]'] : symbolizer.frames ? symbolizer.frames(e.pid, e.user) : symbolizer.user(e.pid, e.user),
+      ...(e.cgroup && { cgroup: e.cgroup }),
     };
-    const key = JSON.stringify([stack.pid, stack.comm, stack.kernel, stack.user]);
+    const key = JSON.stringify([stack.pid, stack.comm, stack.cgroup, stack.kernel, stack.user]);
     const seen = merged.get(key);
     if (seen) seen.count += e.count;
     else merged.set(key, { ...stack, count: e.count });
@@ -143,14 +213,15 @@ function symbolize(entries, symbolizer) {
 
 /**
  * Folded stacks, one line per stack, root first: `comm;user frames;kernel
- * frames count`, kernel frames marked `_[k]` (as flamegraph.pl and inferno
- * color them), control characters escaped (lib/format.js `escapeText`);
+ * frames count` (`container;comm;...` where a stack has a `container`),
+ * kernel frames marked `_[k]` (as flamegraph.pl and inferno color them),
+ * control characters escaped (lib/format.js `escapeText`);
  * the same line twice is counted once.
  */
 function foldStacks(stacks) {
   const lines = new Map();
   for (const s of stacks) {
-    const frames = [s.comm, ...[...s.user].reverse(), ...[...s.kernel].reverse().map((f) => `${f}_[k]`)];
+    const frames = [...(s.container === undefined ? [] : [s.container]), s.comm, ...[...s.user].reverse(), ...[...s.kernel].reverse().map((f) => `${f}_[k]`)];
     const line = frames.map((f) => escapeText(f.replace(/;/g, ':').replace(/\s+/g, ' '))).join(';');
     lines.set(line, (lines.get(line) ?? 0) + s.count);
   }
@@ -162,20 +233,29 @@ function foldStacks(stacks) {
 
 /**
  * One stack as bcc's stackcount prints it: kernel frames, `--`, user
- * frames (innermost first), the thread and its count; names and `comm`
- * with their control characters escaped.
+ * frames (innermost first), the thread (and its `container`, where the
+ * stack has one: lib/cgroup.js containerLabel) and its count; names and
+ * `comm` with their control characters escaped.
  */
 function formatStack(s) {
   const lines = s.kernel.map((f) => `    ${escapeText(f)}`);
   if (s.kernel.length && s.user.length) lines.push('    --');
   lines.push(...s.user.map((f) => `    ${escapeText(f)}`));
-  lines.push(`    ${escapeText(s.comm)} [${s.pid}]`, `      ${s.count}`);
+  lines.push(`    ${escapeText(s.comm)} [${s.pid}]${s.container === undefined ? '' : ` ${escapeText(s.container)}`}`, `      ${s.count}`);
   return lines.join('\n');
 }
 
-/** Whether process `pid` has a perf map (/tmp/perf-PID.map): `node --perf-basic-prof` writes one. */
+/**
+ * Whether process `pid` has a perf map (`node --perf-basic-prof` writes
+ * one): /tmp/perf-PID.map, in a container /tmp/perf-NSPID.map of its own
+ * /tmp (lib/procfs.js perfMapPath).
+ */
 function hasPerfMap(pid) {
-  return fs.existsSync(`/tmp/perf-${pid}.map`);
+  try {
+    return fs.existsSync(perfMapPath(pid));
+  } catch {
+    return false; // gone
+  }
 }
 
 module.exports = { StackSymbolizer, frameName, readStacks, symbolize, foldStacks, formatStack, hasPerfMap };

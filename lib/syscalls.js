@@ -12,6 +12,7 @@ const { log2Buckets, linearBuckets, formatHistogram, histogramJSON } = require('
 const { Tally, formatTable } = require('./report');
 const { syscallNames, syscallName, syscallNumber } = require('./names');
 const { chooseThreadStorage } = require('./compat');
+const { CgroupNames, containerLabel, CONTAINER_COLUMN } = require('./cgroup');
 
 // syscalls whose tracepoints (the kernel's SYSCALL_DEFINE names) are named otherwise
 const EVENT_NAMES = { newstat: 'stat', newlstat: 'lstat', newfstat: 'fstat', newuname: 'uname', sendfile64: 'sendfile', umount: 'umount2' };
@@ -40,15 +41,20 @@ const TITLES = { ns: '@nsecs', us: '@usecs', ms: '@msecs' };
  * `totals()` give one row per syscall: `{ syscall, nr, count, total_ns,
  * errors, slots }`. A call that ends while the map is read may be in the
  * count of one interval and in the histogram of the next. Detach the
- * programs before the last `collect()` for exact totals.
+ * programs before the last `collect()` for exact totals. With
+ * `perContainer` (an object built with SYSCALL_HIST_PER_CGROUP:
+ * syscall_hist.bpf.c), a row per cgroup and syscall, read from its map
+ * `cgroup_syscalls`, with the cgroup's names (lib/cgroup.js `CgroupNames`:
+ * `cgroupId`, `cgroup`, `containerId`, `podUid`).
  */
 class SyscallLatency {
   /**
    * `unit`: `ns`, `us` (default) or `ms`; `linear`: `{ min, max, step }` in
    * that unit, for lhist-like slots instead of log2; `syscalls`: only these
-   * names (default: every syscall).
+   * names (default: every syscall); `perContainer`: a row per cgroup and
+   * syscall.
    */
-  constructor({ unit = 'us', linear, syscalls } = {}) {
+  constructor({ unit = 'us', linear, syscalls, perContainer = false } = {}) {
     if (!UNITS[unit]) throw new Error(`unknown unit ${unit}: ns, us or ms`);
     const steps = linear && Math.floor((linear.max - linear.min) / linear.step);
     if (steps > MAX_LINEAR_STEPS) {
@@ -62,10 +68,11 @@ class SyscallLatency {
       return nr;
     });
     this.tally = new Tally();
-    this.seen = new Map(); // syscall number -> its counts at the last collect()
+    this.seen = new Map(); // syscall number (or cgroup/number) -> its counts at the last collect()
+    this.cgroups = perContainer ? new CgroupNames() : undefined;
   }
 
-  /** Sets the object's globals (before it is loaded). */
+  /** Sets the object's globals (before it is loaded); `pid`: the kernel's (a target's `kernelPid`), or undefined for all. */
   configure(obj, pid) {
     chooseThreadStorage(obj);
     obj.setGlobalVariable('target_pid', pid ?? 0);
@@ -77,6 +84,7 @@ class SyscallLatency {
       obj.setGlobalVariable('linear_step', this.linear.step);
     }
     if (this.syscalls) obj.setGlobalVariable('filter_syscalls', true);
+    if (this.cgroups) obj.setGlobalVariable('per_container', true);
     this.obj = obj;
   }
 
@@ -89,12 +97,17 @@ class SyscallLatency {
 
   /** Moves what the kernel counted since the last call into the current interval and the totals. */
   collect() {
-    for (const [nr, now] of this.obj.getMap('syscalls', { int64: 'number' }).entries()) {
-      const before = this.seen.get(nr);
+    const entries = this.cgroups
+      ? this.obj.getMap('cgroup_syscalls', { int64: 'number' }).getBatch().map(([key, now]) => [key.syscall, now, key.cgroup])
+      : this.obj.getMap('syscalls', { int64: 'number' }).entries();
+    this.cgroups?.refresh();
+    for (const [nr, now, cgroup] of entries) {
+      const id = cgroup === undefined ? nr : `${cgroup}/${nr}`;
+      const before = this.seen.get(id);
       const count = now.count - (before?.count ?? 0);
       if (count === 0) continue;
-      this.seen.set(nr, now);
-      this.tally.add(nr, { syscall: syscallName(nr), nr }, {
+      this.seen.set(id, now);
+      this.tally.add(id, { ...(cgroup !== undefined && this.cgroups.get(cgroup)), syscall: syscallName(nr), nr }, {
         count,
         total_ns: now.total_ns - (before?.total_ns ?? 0),
         errors: now.errors - (before?.errors ?? 0),
@@ -121,6 +134,7 @@ class SyscallLatency {
   /** The JSON form of rows: `{ syscall, count, total_ns, avg_ns, errors, unit, buckets }` each. */
   toJSON(rows) {
     return rows.map((r) => ({
+      ...(r.cgroupId !== undefined && { cgroupId: r.cgroupId, cgroup: r.cgroup, ...(r.containerId && { containerId: r.containerId }), ...(r.podUid && { podUid: r.podUid }) }),
       syscall: r.syscall,
       count: r.count ?? 0,
       total_ns: r.total_ns ?? 0,
@@ -135,6 +149,7 @@ class SyscallLatency {
   formatTable(rows) {
     return formatTable(
       [
+        ...(this.cgroups ? [CONTAINER_COLUMN] : []),
         { title: 'SYSCALL', value: (r) => r.syscall, left: true },
         { title: 'COUNT', value: (r) => r.count ?? 0 },
         { title: 'ERRORS', value: (r) => r.errors ?? 0 },
@@ -147,7 +162,8 @@ class SyscallLatency {
 
   /** A row's histogram as bpftrace prints `@usecs[openat]: hist(...)`. */
   formatHistogram(row) {
-    return formatHistogram(this.buckets(row), { title: `${TITLES[this.unit]}[${row.syscall}]` });
+    const key = row.cgroupId === undefined ? row.syscall : `${containerLabel(row)}, ${row.syscall}`;
+    return formatHistogram(this.buckets(row), { title: `${TITLES[this.unit]}[${key}]` });
   }
 }
 

@@ -10,6 +10,7 @@
 const { spawn } = require('child_process');
 const os = require('os');
 const path = require('path');
+const { kernelPid } = require('./pidns');
 
 /**
  * The process to trace: `opts.pid`; with `opts.demo` the workload script
@@ -20,6 +21,12 @@ const path = require('path');
  * message as `pid`; it must end that process when it is killed or its
  * parent goes away. `stop()` ends the workload. Without either, the target is
  * system-wide: `{ pid: undefined, what: opts.systemWide }`.
+ *
+ * `pid` is the process as this process's pid namespace sees it (what `-p`
+ * means where the tool runs: inside a container, the container's pid);
+ * `kernelPid` the same process as BPF programs see it
+ * (`bpf_get_current_pid_tgid() >> 32`, the host's): what a program's
+ * `target_pid` compares. Uprobe and perf event `pid` options take `pid`.
  */
 async function traceTarget(opts, workloadScript, nodeArgs = []) {
   if (opts.pid !== undefined) {
@@ -28,9 +35,9 @@ async function traceTarget(opts, workloadScript, nodeArgs = []) {
     } catch (err) {
       throw new Error(`--pid ${opts.pid}: ${err.code === 'ESRCH' ? 'no such process' : err.message}`);
     }
-    return { pid: opts.pid, info: undefined, child: undefined, stop() {} };
+    return { pid: opts.pid, kernelPid: kernelPid(opts.pid), info: undefined, child: undefined, stop() {} };
   }
-  if (!opts.demo) return { pid: undefined, what: opts.systemWide ?? 'every process', info: undefined, child: undefined, stop() {} };
+  if (!opts.demo) return { pid: undefined, kernelPid: undefined, what: opts.systemWide ?? 'every process', info: undefined, child: undefined, stop() {} };
 
   // the workload's stdout goes to our stderr: our stdout is the trace
   const child = spawn(process.execPath, [...nodeArgs, workloadScript], { stdio: ['ignore', 2, 2, 'ipc'] });
@@ -48,7 +55,13 @@ async function traceTarget(opts, workloadScript, nodeArgs = []) {
     throw err;
   });
   console.error(`workload: pid ${child.pid} ${path.relative(process.cwd(), workloadScript)} ${JSON.stringify(info)}`);
-  return { pid: Number.isInteger(info?.pid) ? info.pid : child.pid, info, child, stop };
+  const pid = Number.isInteger(info?.pid) ? info.pid : child.pid;
+  try {
+    return { pid, kernelPid: kernelPid(pid), info, child, stop };
+  } catch (err) {
+    stop();
+    throw err;
+  }
 }
 
 /**
@@ -84,6 +97,8 @@ function untilStopped(opts, target, onInterval, banner) {
     process.on('SIGINT', onSignal).on('SIGTERM', onSignal);
     if (opts.duration) timers.push(setTimeout(() => done('duration'), opts.duration * 1000));
     if (opts.interval && onInterval) timers.push(setInterval(onInterval, opts.interval * 1000));
+    // signal handlers do not keep Node.js running: system-wide with no -d or -i, it ended at once
+    timers.push(setInterval(() => {}, 2 ** 30));
     if (target.child) {
       target.child.on('exit', onExit);
     } else if (target.pid !== undefined) {

@@ -13,6 +13,7 @@ const { traceTarget, untilStopped } = require('./target');
 const { LatencySummary } = require('./latency');
 const { chooseThreadStorage } = require('./compat');
 const { escapeText } = require('./format');
+const { configureCgroup } = require('./cgroup');
 
 /**
  * Traces the syscalls `syscalls` of `-p PID`, of every process, or with
@@ -32,7 +33,8 @@ async function traceSyscalls({ description, object, workload, nodeArgs = [], sys
   try {
     obj = bpf.loadBpfProgram(object);
     chooseThreadStorage(obj);
-    obj.setGlobalVariable('target_pid', target.pid ?? 0);
+    obj.setGlobalVariable('target_pid', target.kernelPid ?? 0);
+    configureCgroup(obj, opts);
     for (const name of syscalls) {
       obj.attachTracepoint('syscalls', `sys_enter_${name}`, obj.programs[`handle_enter_${name}`]);
       obj.attachTracepoint('syscalls', `sys_exit_${name}`, obj.programs[`handle_exit_${name}`]);

@@ -4,20 +4,40 @@
  * `npm run pack:all`: builds everything a release publishes and writes the
  * tarballs `npm publish` would send into dist/, without publishing:
  *
- *   dist/node-libbpf-<v>.tgz                  the main package: JS, types, tools, BPF objects (x86, arm64), headers
- *   dist/node-libbpf-linux-x64-gnu-<v>.tgz    the x86_64 addon
- *   dist/node-libbpf-linux-arm64-gnu-<v>.tgz  the aarch64 addon
+ *   dist/node-libbpf-<v>.tgz                   the main package: JS, types, tools, BPF objects (x86, arm64), headers
+ *   dist/node-libbpf-linux-x64-gnu-<v>.tgz     the x86_64 addon, glibc
+ *   dist/node-libbpf-linux-arm64-gnu-<v>.tgz   the aarch64 addon, glibc
+ *   dist/node-libbpf-linux-x64-musl-<v>.tgz    the x86_64 addon, musl (Alpine)
+ *   dist/node-libbpf-linux-arm64-musl-<v>.tgz  the aarch64 addon, musl
  *
- * The addons are cross-built with cargo-zigbuild against glibc 2.17 (zig's
- * glibc stubs: one binary loads on every glibc distribution of its
- * architecture since 2012), with libbpf, libelf and zlib built from
- * libbpf-sys's vendored sources and linked statically; each is checked for
- * its glibc floor and its shared libraries. The platform packages are the
- * napi-rs kind (`napi create-npm-dirs`, npm/<platform>/), listed as
+ * The addons are cross-built with cargo-zigbuild, with libbpf, libelf and
+ * zlib built from libbpf-sys's vendored sources and linked statically. The
+ * gnu ones against glibc 2.17 (zig's glibc stubs: one binary loads on every
+ * glibc distribution of its architecture since 2012), each checked for its
+ * glibc floor and its shared libraries. The platform packages are the napi-rs
+ * kind (`napi create-npm-dirs`, npm/<platform>/, with `libc: ["glibc"]` or
+ * `["musl"]`, so npm installs the one of the machine's libc), listed as
  * optionalDependencies of the main package, as `napi prepublish` does.
  *
- * Options: `--target x64|arm64` (one addon; default both), `--no-pack`
- * (build only: `npm run build:cross`).
+ * musl: the addon is a cdylib that a musl Node loads, so it links musl
+ * dynamically (`-C target-feature=-crt-static`, as `napi build` does for musl
+ * targets; Rust's musl default is a static C runtime) and must need nothing
+ * but musl (checked: NEEDED only libc.so / libc.musl-* / ld-musl-*, no GLIBC_
+ * symbol version). libbpf-sys's vendored elfutils `configure` fails on musl:
+ * it looks for argp, fts and obstack, which elfutils' tools need and libelf
+ * does not (libbpf-sys issue #137). Rather than patch libbpf-sys, the build
+ * answers those three configure checks through autoconf's cache variables
+ * in the environment (`ac_cv_search_argp_parse="none required"`, the same
+ * for fts_close and _obstack_free, `ac_cv_bad_fts=no`), and gives the C
+ * compiler scripts/musl/ (`CFLAGS_<triple>`), whose argp.h only declares what
+ * libeu's color.c and printversion.c include (`make -C lib` compiles them;
+ * libelf links neither, and the check below fails if an argp, fts or obstack
+ * symbol reached the addon). Same crate, same sources as the gnu builds.
+ *
+ * Options: `--target x64|arm64|x64-musl|arm64-musl|gnu|musl` (one addon, or
+ * one libc's two; default all four), `--no-pack` (build only:
+ * `npm run build:cross`). The main package always names the four platform
+ * packages; `npm run test:package` wants them all in dist/.
  */
 const fs = require('node:fs');
 const path = require('node:path');
@@ -27,11 +47,19 @@ const ROOT = path.join(__dirname, '..');
 const DIST = path.join(ROOT, 'dist');
 const GLIBC_FLOOR = '2.17';
 const TARGETS = {
-  x64: { triple: 'x86_64-unknown-linux-gnu', platform: 'linux-x64-gnu' },
-  arm64: { triple: 'aarch64-unknown-linux-gnu', platform: 'linux-arm64-gnu' },
+  x64: { triple: 'x86_64-unknown-linux-gnu', platform: 'linux-x64-gnu', libc: 'gnu', machine: 'X86-64' },
+  arm64: { triple: 'aarch64-unknown-linux-gnu', platform: 'linux-arm64-gnu', libc: 'gnu', machine: 'AArch64' },
+  'x64-musl': { triple: 'x86_64-unknown-linux-musl', platform: 'linux-x64-musl', libc: 'musl', machine: 'X86-64' },
+  'arm64-musl': { triple: 'aarch64-unknown-linux-musl', platform: 'linux-arm64-musl', libc: 'musl', machine: 'AArch64' },
 };
-/** What the addon may link dynamically: glibc's own libraries, nothing else. */
-const ALLOWED_LIBS = /^(libc|libm|libdl|libpthread|librt|ld-linux-x86-64|ld-linux-aarch64)\.so\.\d$/;
+/** What an addon may link dynamically: its libc's own libraries, nothing else. */
+const ALLOWED_LIBS = {
+  gnu: /^(libc|libm|libdl|libpthread|librt|ld-linux-x86-64|ld-linux-aarch64)\.so\.\d$/,
+  // musl's loader answers every libc.* (and libm, libpthread, ...) itself: zig names it libc.so, Alpine libc.musl-<arch>.so.1
+  musl: /^(libc\.so|libc\.musl-(x86_64|aarch64)\.so\.1|ld-musl-(x86_64|aarch64)\.so\.1)$/,
+};
+/** Symbols of argp, fts and obstack: what scripts/musl/ lets configure pass without; the addon must not need one. */
+const MUSL_ABSENT = /^(argp_|_?obstack|fts_|error$|error_at_line$)/;
 
 const pkg = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8'));
 const log = (msg) => console.error(`pack:all: ${msg}`);
@@ -58,7 +86,7 @@ function ensureToolchain(targets) {
   }
 }
 
-/** The newest GLIBC_x.y symbol version an ELF needs, and its NEEDED libraries. */
+/** The newest GLIBC_x.y symbol version an ELF needs, its NEEDED libraries, its machine and its undefined dynamic symbols. */
 function linkage(file) {
   const versions = execFileSync('objdump', ['-T', file], { encoding: 'utf8', maxBuffer: 64 << 20 }).match(/GLIBC_[0-9.]+/g) ?? [];
   const newest = versions
@@ -66,23 +94,53 @@ function linkage(file) {
     .sort((a, b) => a.localeCompare(b, undefined, { numeric: true }))
     .at(-1);
   const needed = [...execFileSync('readelf', ['-d', file], { encoding: 'utf8' }).matchAll(/\(NEEDED\).*\[(.+)\]/g)].map((m) => m[1]);
-  return { glibc: newest, needed };
+  const machine = /Machine:\s+(.+)/.exec(execFileSync('readelf', ['-h', file], { encoding: 'utf8' }))?.[1].trim();
+  const undefinedSymbols = execFileSync('nm', ['-D', '--undefined-only', file], { encoding: 'utf8', maxBuffer: 64 << 20 })
+    .split('\n')
+    .map((l) => l.trim().split(/\s+/).pop())
+    .filter(Boolean);
+  return { glibc: newest, needed, machine, undefinedSymbols };
+}
+
+/** The environment of a musl build: the crt-static flag napi-rs sets, and elfutils' configure answered (see the header). */
+function muslEnv(triple) {
+  const upper = triple.toUpperCase().replace(/-/g, '_');
+  const key = `CARGO_TARGET_${upper}_RUSTFLAGS`;
+  return {
+    ...process.env,
+    [key]: [process.env[key], '-C target-feature=-crt-static'].filter(Boolean).join(' '),
+    [`CFLAGS_${triple.replace(/-/g, '_')}`]: `-I${path.join(ROOT, 'scripts', 'musl')}`,
+    ac_cv_search_argp_parse: 'none required',
+    ac_cv_search_fts_close: 'none required',
+    ac_cv_search__obstack_free: 'none required',
+    ac_cv_bad_fts: 'no',
+  };
 }
 
 /** Cross-builds the addon for `target` into npm/<platform>/ and checks how it links. */
 function buildAddon(target) {
-  const { triple, platform } = TARGETS[target];
-  log(`building the addon for ${triple} (glibc ${GLIBC_FLOOR}, static libbpf/libelf/zlib)`);
-  run('cargo', ['zigbuild', '--release', '--target', `${triple}.${GLIBC_FLOOR}`]);
+  const { triple, platform, libc, machine: wantMachine } = TARGETS[target];
+  const gnu = libc === 'gnu';
+  log(`building the addon for ${triple} (${gnu ? `glibc ${GLIBC_FLOOR}` : 'musl, dynamically'}, static libbpf/libelf/zlib)`);
+  if (gnu) run('cargo', ['zigbuild', '--release', '--target', `${triple}.${GLIBC_FLOOR}`]);
+  else run('cargo', ['zigbuild', '--release', '--target', triple], { env: muslEnv(triple) });
   const built = path.join(ROOT, 'target', triple, 'release', 'libnode_libbpf.so');
   const dest = path.join(ROOT, 'npm', platform, `${pkg.napi.binaryName}.${platform}.node`);
   fs.copyFileSync(built, dest);
   run('llvm-strip', ['--strip-unneeded', dest]);
-  const { glibc, needed } = linkage(dest);
-  const extra = needed.filter((lib) => !ALLOWED_LIBS.test(lib));
-  if (extra.length) throw new Error(`${dest} links ${extra.join(', ')} dynamically: only glibc may be`);
-  if (glibc.localeCompare(GLIBC_FLOOR, undefined, { numeric: true }) > 0) throw new Error(`${dest} needs glibc ${glibc}, above the floor ${GLIBC_FLOOR}`);
-  log(`${path.relative(ROOT, dest)}: ${(fs.statSync(dest).size / 1e6).toFixed(1)} MB, glibc >= ${glibc}, links ${needed.join(' ')}`);
+  const { glibc, needed, machine, undefinedSymbols } = linkage(dest);
+  if (!machine?.endsWith(wantMachine)) throw new Error(`${dest} is an ELF for ${machine}, not ${wantMachine}`);
+  const extra = needed.filter((lib) => !ALLOWED_LIBS[libc].test(lib));
+  if (extra.length) throw new Error(`${dest} links ${extra.join(', ')} dynamically: only ${gnu ? 'glibc' : 'musl'} may be`);
+  if (gnu) {
+    if (glibc.localeCompare(GLIBC_FLOOR, undefined, { numeric: true }) > 0) throw new Error(`${dest} needs glibc ${glibc}, above the floor ${GLIBC_FLOOR}`);
+  } else {
+    if (glibc) throw new Error(`${dest} needs the symbol version GLIBC_${glibc}: a musl addon may need no glibc`);
+    if (!needed.length) throw new Error(`${dest} needs no shared library: a musl addon must link musl dynamically (-C target-feature=-crt-static)`);
+    const absent = undefinedSymbols.filter((s) => MUSL_ABSENT.test(s));
+    if (absent.length) throw new Error(`${dest} needs ${absent.join(', ')}, which musl lacks: elfutils' tools code reached the addon`);
+  }
+  log(`${path.relative(ROOT, dest)}: ${machine}, ${(fs.statSync(dest).size / 1e6).toFixed(1)} MB, ${gnu ? `glibc >= ${glibc}` : 'no glibc'}, links ${needed.join(' ')}`);
 }
 
 /** `npm pack` of `dir` into dist/; returns the tarball's name. */
@@ -108,8 +166,9 @@ function packMain(platforms) {
 function main() {
   const argv = process.argv.slice(2);
   const only = argv.includes('--target') ? argv[argv.indexOf('--target') + 1] : undefined;
-  if (only !== undefined && !TARGETS[only]) throw new Error(`--target ${only}: expected ${Object.keys(TARGETS).join(' or ')}`);
-  const targets = only ? [only] : Object.keys(TARGETS);
+  const groups = { gnu: ['x64', 'arm64'], musl: ['x64-musl', 'arm64-musl'] };
+  if (only !== undefined && !TARGETS[only] && !groups[only]) throw new Error(`--target ${only}: expected one of ${[...Object.keys(TARGETS), ...Object.keys(groups)].join(', ')}`);
+  const targets = only === undefined ? Object.keys(TARGETS) : groups[only] || [only];
   ensureToolchain(targets);
   run('npx', ['napi', 'create-npm-dirs']);
   for (const t of targets) buildAddon(t);

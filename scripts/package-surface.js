@@ -6,11 +6,11 @@
 
 /** Helpers for your own tools, each typed (npm run build:types). */
 const PUBLIC_LIB = [
-  'args', 'compat', 'compile', 'event_loop', 'format', 'go', 'hist', 'latency', 'names', 'netns', 'objects', 'probes',
+  'args', 'cgroup', 'compat', 'compile', 'event_loop', 'format', 'go', 'hist', 'jitdump', 'latency', 'names', 'netns', 'objects', 'probes',
   'procfs', 'pty', 'report', 'run', 'stacks', 'syscalls', 'target', 'trace_syscalls', 'typegen',
 ];
 
 /** The library's own machinery: reached through the entry, not by path. */
-const INTERNAL_LIB = ['buffer', 'cli', 'codec', 'dispatch', 'map', 'monitor', 'monitor_metrics', 'native', 'object', 'opentelemetry', 'prometheus', 'raw_record'];
+const INTERNAL_LIB = ['buffer', 'cli', 'codec', 'dispatch', 'map', 'monitor', 'monitor_metrics', 'native', 'object', 'opentelemetry', 'pidns', 'prometheus', 'raw_record', 'validate'];
 
 module.exports = { PUBLIC_LIB, INTERNAL_LIB };

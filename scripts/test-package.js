@@ -34,11 +34,12 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { spawn, spawnSync } = require('node:child_process');
+const { ensureDebianRoot, have } = require('./rootfs');
 
 const ROOT = path.resolve(__dirname, '..');
 const CACHE = path.join(ROOT, '.cache', 'package');
 const BASE = path.join(CACHE, 'bullseye');
-const BASE_INFO = path.join(CACHE, 'bullseye.json');
+const BASE_INFO = `${BASE}.json`;
 const RUN = path.join(CACHE, 'run');
 const CHROOT = path.join(RUN, 'root');
 const APT_CACHE = path.join(CACHE, 'apt');
@@ -111,8 +112,6 @@ function run(cmd, args, opts = {}) {
   return r.stdout;
 }
 
-const have = (cmd) => spawnSync('sh', ['-c', `command -v ${cmd}`]).status === 0;
-
 /** A clean environment for commands in the chroot (not the host's npm or cargo settings). */
 const CHROOT_ENV = {
   PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
@@ -165,53 +164,9 @@ function tarballs() {
 
 // ---------------------------------------------------------------- the root filesystem
 
-/** The host's Debian mirror (the URI its apt uses for the main archive), for the chroot's apt too. */
-function debianMirror() {
-  const texts = [];
-  const add = (f) => {
-    try {
-      texts.push(fs.readFileSync(f, 'utf8'));
-    } catch {
-      // unreadable: skip
-    }
-  };
-  add('/etc/apt/sources.list');
-  const dir = '/etc/apt/sources.list.d';
-  if (fs.existsSync(dir)) for (const f of fs.readdirSync(dir).filter((x) => /\.(list|sources)$/.test(x))) add(path.join(dir, f));
-  const uris = [];
-  for (const t of texts) {
-    for (const m of t.matchAll(/^deb\s+(?:\[[^\]]*\]\s+)?(\S+)\s+\S+/gm)) uris.push(m[1]);
-    for (const m of t.matchAll(/^URIs:\s*(.+)$/gim)) uris.push(...m[1].trim().split(/\s+/));
-  }
-  // the archive itself, not -security or a third party's
-  return uris.find((u) => /\/debian\/?$/.test(u)) || 'http://deb.debian.org/debian';
-}
-
-/** The pristine bullseye tree, made with debootstrap when missing: `{ seconds, made }`. */
-async function ensureBase() {
-  if (fs.existsSync(BASE_INFO) && fs.existsSync(path.join(BASE, 'usr', 'bin'))) {
-    return { made: false, ...JSON.parse(fs.readFileSync(BASE_INFO, 'utf8')) };
-  }
-  if (!have('debootstrap')) {
-    log('installing debootstrap (apt-get)');
-    run('apt-get', ['install', '-y', '-qq', '-o', 'DPkg::Lock::Timeout=600', 'debootstrap'], { env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });
-  }
-  const mirror = debianMirror();
-  const partial = `${BASE}.partial`;
-  fs.rmSync(partial, { recursive: true, force: true });
-  fs.rmSync(BASE, { recursive: true, force: true });
-  fs.mkdirSync(CACHE, { recursive: true });
-  log(`debootstrap --variant=minbase ${SUITE} from ${mirror} (once; cached in ${path.relative(ROOT, BASE)}/)`);
-  const r = await exec('debootstrap', ['--variant=minbase', SUITE, partial, mirror], { timeoutMs: 900000 });
-  if (r.code !== 0) {
-    throw new Error(`debootstrap ${SUITE} failed (${r.code}): ${r.stderr.trim().split('\n').slice(-5).join(' | ')}; look at ${partial}/debootstrap/debootstrap.log`);
-  }
-  // bullseye-updates beside the main archive, from the host's mirror
-  fs.writeFileSync(path.join(partial, 'etc', 'apt', 'sources.list'), `deb ${mirror} ${SUITE} main\ndeb ${mirror} ${SUITE}-updates main\n`);
-  fs.renameSync(partial, BASE);
-  const info = { suite: SUITE, mirror, seconds: Math.round(r.ms / 1000), date: new Date().toISOString() };
-  fs.writeFileSync(BASE_INFO, `${JSON.stringify(info, null, 2)}\n`);
-  return { made: true, ...info };
+/** The pristine bullseye tree (scripts/rootfs.js), made with debootstrap when missing: `{ seconds, made }`. */
+function ensureBase() {
+  return ensureDebianRoot(BASE, { suite: SUITE, log });
 }
 
 /** Mounts done in the namespace, newest last (unmounted in reverse). */

@@ -10,7 +10,7 @@ use napi_derive::napi;
 
 use crate::{
   error::{err, guard, BpfError, BpfResult, Code, Result},
-  kernel,
+  kernel, options,
   object::{borrow, program_name, ObjectHandle, ProgramArg, Shared},
   perf_event,
 };
@@ -54,7 +54,10 @@ impl BpfLink {
 #[napi(object)]
 #[derive(Default)]
 pub struct AttachOptions {
-  /// Value for `bpf_get_attach_cookie()`.
+  /// Value for `bpf_get_attach_cookie()`: a bigint from 0n to 2n ** 64n - 1n,
+  /// or a safe integer number (default 0).
+  // (lib/object.js turns a number into a bigint: the addon takes bigints)
+  #[napi(ts_type = "bigint | number")]
   pub cookie: Option<BigInt>,
 }
 
@@ -62,9 +65,12 @@ pub struct AttachOptions {
 #[napi(object)]
 #[derive(Default)]
 pub struct UprobeOptions {
-  /// Only this process (default: every process running the binary).
-  pub pid: Option<i32>,
-  /// Value for `bpf_get_attach_cookie()` (`bpf_usdt_cookie()` for USDT).
+  /// Only this process, 1 to 4194304 (default: every process running the
+  /// binary).
+  pub pid: Option<f64>,
+  /// Value for `bpf_get_attach_cookie()` (`bpf_usdt_cookie()` for USDT): a
+  /// bigint from 0n to 2n ** 64n - 1n, or a safe integer number.
+  #[napi(ts_type = "bigint | number")]
   pub cookie: Option<BigInt>,
 }
 
@@ -72,11 +78,14 @@ pub struct UprobeOptions {
 #[napi(object)]
 #[derive(Default)]
 pub struct UprobeMultiOptions {
-  /// Only this process (default: every process running the binary).
-  pub pid: Option<i32>,
+  /// Only this process, 1 to 4194304 (default: every process running the
+  /// binary).
+  pub pid: Option<f64>,
   /// Attach at the functions' returns (a `SEC("uretprobe.multi")` program).
   pub retprobe: Option<bool>,
-  /// One `bpf_get_attach_cookie()` value per symbol (with a list of symbols).
+  /// One `bpf_get_attach_cookie()` value per symbol (with a list of
+  /// symbols), each from 0n to 2n ** 64n - 1n (or a safe integer number).
+  #[napi(ts_type = "Array<bigint | number>")]
   pub cookies: Option<Vec<BigInt>>,
 }
 
@@ -89,19 +98,21 @@ pub struct PerfEventOptions {
   /// `cache-references`, `cache-misses`, `branch-instructions`, `branch-misses`
   /// (not available in most VMs).
   pub event: Option<String>,
-  /// Samples per second (default 99 when `period` is not given).
-  pub frequency: Option<u32>,
-  /// One sample every `period` events, instead of `frequency`.
-  pub period: Option<u32>,
-  /// Only this process (default: all).
-  pub pid: Option<i32>,
-  /// Only this CPU (default: one event per online CPU, or for `pid` one
-  /// event that follows the process).
-  pub cpu: Option<i32>,
+  /// Samples per second, from 1 to the kernel's
+  /// `perf_event_max_sample_rate` (default 99 when `period` is not given).
+  pub frequency: Option<f64>,
+  /// One sample every `period` events (1 to 2^53 - 1), instead of `frequency`.
+  pub period: Option<f64>,
+  /// Only this process, 1 to 4194304 (default: all).
+  pub pid: Option<f64>,
+  /// Only this CPU, 0 to the possible CPUs - 1 (default: one event per
+  /// online CPU, or for `pid` one event that follows the process).
+  pub cpu: Option<f64>,
 }
 
-fn cookie(c: &Option<BigInt>) -> u64 {
-  c.as_ref().map(|b| b.get_u64().1).unwrap_or(0)
+/// The cookie option of call `what` (0 when not given).
+fn cookie(what: &str, c: &Option<BigInt>) -> BpfResult<u64> {
+  options::cookie(what, "cookie", c.as_ref())
 }
 
 /// The program types an attach call takes, and the SEC() that makes one.
@@ -149,12 +160,13 @@ impl ObjectHandle {
 
   fn kprobe(&self, func: String, prog: ProgramArg<'_>, retprobe: bool, options: Option<AttachOptions>) -> BpfResult<BpfLink> {
     let kind = if retprobe { "kretprobe" } else { "kprobe" };
+    let cookie = cookie(if retprobe { "attachKretprobe" } else { "attachKprobe" }, &options.unwrap_or_default().cookie)?;
     // the article's names (sys_enter_openat) are tracepoints, not functions
     let function = match func.strip_prefix("sys_enter_").or_else(|| func.strip_prefix("sys_exit_")) {
       Some(syscall) => kernel::syscall_function(syscall),
       None => func.clone(),
     };
-    let opts = libbpf_rs::KprobeOpts { cookie: cookie(&options.unwrap_or_default().cookie), ..Default::default() };
+    let opts = libbpf_rs::KprobeOpts { cookie, ..Default::default() };
     self.attach_with(&prog, format!("{kind} {function}"), KPROBE, |p| {
       match p.attach_kprobe_with_opts(retprobe, &function, opts) {
         Ok(link) => Ok(vec![link]),
@@ -174,21 +186,25 @@ impl ObjectHandle {
   fn uprobe(
     &self,
     binary: String,
-    target: Either<String, i64>,
+    target: Either<String, f64>,
     prog: ProgramArg<'_>,
     retprobe: bool,
     options: Option<UprobeOptions>,
   ) -> BpfResult<BpfLink> {
     let options = options.unwrap_or_default();
-    let kind = if retprobe { "uretprobe" } else { "uprobe" };
-    let binary = resolve_binary(&binary)?;
+    let (kind, call) = if retprobe { ("uretprobe", "attachUretprobe") } else { ("uprobe", "attachUprobe") };
     let (offset, func_name, what) = match &target {
       Either::A(symbol) => (0usize, Some(symbol.clone()), symbol.clone()),
-      Either::B(offset) if *offset >= 0 => (*offset as usize, None, format!("0x{offset:x}")),
-      Either::B(offset) => return err(Code::InvalidValue, format!("uprobe offset {offset} is negative")),
+      Either::B(offset) => {
+        let offset = options::integer(call, "offset", *offset, options::OFFSET)?;
+        let at = usize::try_from(offset).map_err(|_| BpfError::new(Code::InvalidValue, format!("{call}: offset {offset} is beyond this machine's addresses")))?;
+        (at, None, format!("0x{offset:x}"))
+      }
     };
-    let pid = options.pid.unwrap_or(-1);
-    let opts = UprobeOpts { retprobe, func_name: func_name.clone(), cookie: cookie(&options.cookie), ..Default::default() };
+    let pid = options::pid(call, options.pid)?;
+    let cookie = cookie(call, &options.cookie)?;
+    let binary = resolve_binary(&binary)?;
+    let opts = UprobeOpts { retprobe, func_name: func_name.clone(), cookie, ..Default::default() };
     let description = format!("{kind} {binary}:{what}{}", if pid >= 0 { format!(" (pid {pid})") } else { String::new() });
     self.attach_with(&prog, description, UPROBE, |p| match p.attach_uprobe_with_opts(pid, &binary, offset, opts) {
       Ok(link) => Ok(vec![link]),
@@ -285,7 +301,7 @@ impl ObjectHandle {
     options: Option<AttachOptions>,
   ) -> Result<BpfLink> {
     guard(|| {
-      let opts = TracepointOpts { cookie: cookie(&options.unwrap_or_default().cookie), ..Default::default() };
+      let opts = TracepointOpts { cookie: cookie("attachTracepoint", &options.unwrap_or_default().cookie)?, ..Default::default() };
       if !kernel::tracepoint_exists(&category, &name)? {
         let root = kernel::tracefs_root()?;
         return Err(
@@ -326,7 +342,7 @@ impl ObjectHandle {
     options: Option<AttachOptions>,
   ) -> Result<BpfLink> {
     guard(|| {
-      let cookie = cookie(&options.unwrap_or_default().cookie);
+      let cookie = cookie("attachRawTracepoint", &options.unwrap_or_default().cookie)?;
       let opts = libbpf_rs::RawTracepointOpts { cookie, ..Default::default() };
       self.attach_with(&prog, format!("raw tracepoint {name}"), RAW_TRACEPOINT, |p| {
         // a tp_btf program names its tracepoint in its SEC() and attaches through BTF
@@ -355,7 +371,7 @@ impl ObjectHandle {
   pub fn attach_uprobe(
     &self,
     binary_path: String,
-    #[napi(ts_arg_type = "string | number")] symbol_or_offset: Either<String, i64>,
+    #[napi(ts_arg_type = "string | number")] symbol_or_offset: Either<String, f64>,
     #[napi(ts_arg_type = "BpfProgram | string")] prog: ProgramArg<'_>,
     options: Option<UprobeOptions>,
   ) -> Result<BpfLink> {
@@ -370,7 +386,7 @@ impl ObjectHandle {
   pub fn attach_uretprobe(
     &self,
     binary_path: String,
-    #[napi(ts_arg_type = "string | number")] symbol_or_offset: Either<String, i64>,
+    #[napi(ts_arg_type = "string | number")] symbol_or_offset: Either<String, f64>,
     #[napi(ts_arg_type = "BpfProgram | string")] prog: ProgramArg<'_>,
     options: Option<UprobeOptions>,
   ) -> Result<BpfLink> {
@@ -393,8 +409,12 @@ impl ObjectHandle {
   ) -> Result<BpfLink> {
     guard(|| {
       let options = options.unwrap_or_default();
+      let call = "attachUprobeMulti";
+      let cookies = (options.cookies.iter().flatten().enumerate())
+        .map(|(i, c)| options::cookie(call, &format!("cookies[{i}]"), Some(c)))
+        .collect::<BpfResult<Vec<u64>>>()?;
+      let pid = options::pid(call, options.pid)?;
       let binary = resolve_binary(&binary_path)?;
-      let cookies: Vec<u64> = options.cookies.iter().flatten().map(|c| c.get_u64().1).collect();
       let (pattern, syms) = match symbols {
         Either::A(pattern) => (pattern, Vec::new()),
         Either::B(list) => (String::new(), list),
@@ -417,7 +437,6 @@ impl ObjectHandle {
         );
       }
       let opts = libbpf_rs::UprobeMultiOpts { syms, cookies, retprobe: options.retprobe.unwrap_or(false), ..Default::default() };
-      let pid = options.pid.unwrap_or(-1);
       self.attach_with(&prog, format!("uprobe.multi {binary}:{what}"), UPROBE, |p| {
         p.attach_uprobe_multi_with_opts(pid, &binary, &pattern, opts).map(|l| vec![l]).map_err(|e| {
           match crate::error::errno_of(&e) {
@@ -446,9 +465,9 @@ impl ObjectHandle {
   ) -> Result<BpfLink> {
     guard(|| {
       let options = options.unwrap_or_default();
+      let pid = options::pid("attachUsdt", options.pid)?;
+      let opts = UsdtOpts { cookie: cookie("attachUsdt", &options.cookie)?, ..Default::default() };
       let binary = resolve_binary(&binary_path)?;
-      let pid = options.pid.unwrap_or(-1);
-      let opts = UsdtOpts { cookie: cookie(&options.cookie), ..Default::default() };
       self.attach_with(&prog, format!("usdt {binary}:{provider}:{name}"), USDT, |p| {
         p.attach_usdt_with_opts(pid, &binary, &provider, &name, opts).map(|l| vec![l]).map_err(|e| {
           match crate::error::errno_of(&e) {
@@ -469,17 +488,23 @@ impl ObjectHandle {
   pub fn attach_perf_event(&self, #[napi(ts_arg_type = "BpfProgram | string")] prog: ProgramArg<'_>, options: Option<PerfEventOptions>) -> Result<BpfLink> {
     guard(|| {
       let options = options.unwrap_or_default();
+      let call = "attachPerfEvent";
       let event = options.event.clone().unwrap_or_else(|| "cpu-clock".into());
       let (type_, config) = perf_event::config(&event)?;
-      let cpus: Vec<i32> = match (options.cpu, options.pid) {
-        (Some(cpu), _) => vec![cpu],
-        (None, Some(_)) => vec![-1],
-        (None, None) => perf_event::online_cpus()?,
+      let pid = options::pid(call, options.pid)?;
+      let cpu = match options.cpu {
+        Some(cpu) => Some(options::integer(call, "cpu", cpu, (0, perf_event::possible_cpus()? - 1))? as i32),
+        None => None,
       };
-      let pid = options.pid.unwrap_or(-1);
-      let (freq, sample) = match (options.period, options.frequency) {
-        (Some(period), _) => (false, u64::from(period.max(1))),
-        (None, f) => (true, u64::from(f.unwrap_or(99).max(1))),
+      let cpus: Vec<i32> = match (cpu, pid) {
+        (Some(cpu), _) => vec![cpu],
+        (None, p) if p >= 0 => vec![-1],
+        (None, _) => perf_event::online_cpus()?,
+      };
+      let period = options.period.map(|p| options::integer(call, "period", p, options::PERIOD)).transpose()?;
+      let (freq, sample) = match (period, options.frequency) {
+        (Some(period), _) => (false, period),
+        (None, f) => (true, options::integer_or(call, "frequency", f, 99, (1, perf_event::max_sample_rate()))?),
       };
       let target = format!(
         "perf event {event} at {} {}",
@@ -496,7 +521,12 @@ impl ObjectHandle {
               Some(libc::EACCES) | Some(libc::EPERM) => Code::Permission,
               _ => Code::Attach,
             };
-            BpfError::new(code, format!("perf_event_open({event}, pid {pid}, cpu {cpu}): {e}"))
+            let mut message = format!("perf_event_open({event}, pid {pid}, cpu {cpu}): {e}");
+            if code == Code::Permission {
+              let fix = crate::diagnose::permission_denied();
+              message.push_str(&format!(" ({})", fix.as_deref().unwrap_or(crate::diagnose::CAPS_FIX)));
+            }
+            BpfError::new(code, message)
           })?;
           // libbpf's link owns the perf event fd from here
           let link = p.attach_perf_event(fd).map_err(|e| {

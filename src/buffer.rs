@@ -19,39 +19,42 @@ use napi_derive::napi;
 
 use crate::{
   error::{err, guard, BpfResult, Code, Result},
+  options,
   poller::{poller, Collector, Filled, Pass, Sink, Source},
   ring::Ring,
   tsfn::DispatchArgs,
 };
 
 /// Default time between passes over buffers that did not wake us.
-const DEFAULT_POLL_INTERVAL_MS: u32 = 10;
+const DEFAULT_POLL_INTERVAL_MS: u64 = 10;
 /// Default pages of each CPU's perf buffer: 1 MiB, 23 ms of 24-byte records
 /// at 1 M/s on one CPU. With 64 pages (256 KiB, 6 ms) the poller, sharing
 /// two CPUs with the traced process and the JS thread, was sometimes late
 /// and the kernel dropped records (bench: 0.05-3% of 2 M).
-const DEFAULT_PERF_PAGES: u32 = 256;
+const DEFAULT_PERF_PAGES: u64 = 256;
 /// Default bound of the queue to JavaScript, in batches (a batch is at most
 /// 1 MiB; a pass over a buffer makes one).
-const DEFAULT_QUEUE_BATCHES: u32 = 64;
+const DEFAULT_QUEUE_BATCHES: u64 = 64;
 
 /// How the addon consumes a buffer (lib/map.js passes these on from the
-/// options of `openRingBuffer`/`openPerfBuffer`).
+/// options of `openRingBuffer`/`openPerfBuffer`). Numbers, checked here
+/// (src/options.rs has the ranges), never wrapped by a u32 conversion.
 #[napi(object)]
 #[derive(Default)]
 pub struct BufferOptions {
   /// Milliseconds between passes when the program submits without wakeups
-  /// (BPF_RB_NO_WAKEUP) or while events stream in (default 10).
-  pub poll_interval: Option<u32>,
+  /// (BPF_RB_NO_WAKEUP) or while events stream in (default 10; 1 to 60000).
+  pub poll_interval: Option<f64>,
   /// How many batches may wait for JavaScript before records are dropped
-  /// and counted as lost (default 64; and never more than 16 MiB).
-  pub queue_size: Option<u32>,
+  /// and counted as lost (default 64, at most 65536; and never more than
+  /// 16 MiB).
+  pub queue_size: Option<f64>,
   /// Perf buffers: pages of the buffer of each CPU, a power of two
-  /// (default 256: 1 MiB).
-  pub page_count: Option<u32>,
+  /// (default 256: 1 MiB; at most 8192).
+  pub page_count: Option<f64>,
   /// Perf buffers: the reader is woken when a CPU's buffer holds this many
-  /// bytes (default: a quarter of it).
-  pub wakeup_bytes: Option<u32>,
+  /// bytes (default: a quarter of it; at most all of it).
+  pub wakeup_bytes: Option<f64>,
 }
 
 /// The native side of an open ring or perf buffer (lib/buffer.js wraps it).
@@ -127,6 +130,8 @@ impl NativeBuffer {
 
 /// What opening a buffer needs, whichever kind.
 pub(crate) struct OpenRequest<'a> {
+  /// The JavaScript call, for errors (`openRingBuffer`).
+  pub method: &'static str,
   /// The buffer's map, through a duplicate of its fd: the consumer stays
   /// valid whenever the object is freed.
   pub map: MapHandle,
@@ -137,19 +142,24 @@ pub(crate) struct OpenRequest<'a> {
 /// Opens a ring buffer consumer; returns the buffer and its sink.
 pub(crate) fn open_ring(req: OpenRequest<'_>) -> BpfResult<(NativeBuffer, Arc<Sink>)> {
   if req.options.page_count.is_some() || req.options.wakeup_bytes.is_some() {
-    return err(Code::InvalidValue, "pageCount and wakeupBytes are perf buffer options; a ring buffer's size is its map's max_entries");
+    return err(
+      Code::InvalidValue,
+      format!("{}: pageCount and wakeupBytes are perf buffer options; a ring buffer's size is its map's max_entries", req.method),
+    );
   }
   open(req, 1, false, |map, collector| Ok(Box::new(RingSource::new(map, collector)?) as Box<dyn Source>))
 }
 
 /// Opens a perf buffer consumer; returns the buffer and its sink.
 pub(crate) fn open_perf(req: OpenRequest<'_>) -> BpfResult<(NativeBuffer, Arc<Sink>)> {
-  let page_count = req.options.page_count.unwrap_or(DEFAULT_PERF_PAGES);
+  let page_count = options::integer_or(req.method, "pageCount", req.options.page_count, DEFAULT_PERF_PAGES, options::PAGE_COUNT)?;
   if !page_count.is_power_of_two() {
-    return err(Code::InvalidValue, format!("pageCount {page_count} is not a power of two (try 64)"));
+    let (min, max) = options::PAGE_COUNT;
+    return err(Code::InvalidValue, format!("{}: pageCount must be a power of two from {min} to {max} (try 64); got {page_count}", req.method));
   }
+  let page_count = page_count as u32; // at most PAGE_COUNT's 8192
   let size = u64::from(page_count) * page_size() as u64;
-  let wakeup = u64::from(req.options.wakeup_bytes.unwrap_or((size / 4) as u32)).clamp(1, size / 2);
+  let wakeup = options::integer_or(req.method, "wakeupBytes", req.options.wakeup_bytes, size / 4, (1, size))?.min(size / 2);
   let cpus = libbpf_rs::num_possible_cpus().unwrap_or(1);
   open(req, cpus, true, move |map, collector| Ok(Box::new(PerfSource::new(map, collector, page_count, wakeup as u32)?) as Box<dyn Source>))
 }
@@ -160,8 +170,9 @@ fn open(
   per_cpu: bool,
   make_source: impl FnOnce(MapHandle, Collector) -> BpfResult<Box<dyn Source>>,
 ) -> BpfResult<(NativeBuffer, Arc<Sink>)> {
-  let queue = req.options.queue_size.unwrap_or(DEFAULT_QUEUE_BATCHES).max(1) as usize;
-  let interval = Duration::from_millis(u64::from(req.options.poll_interval.unwrap_or(DEFAULT_POLL_INTERVAL_MS).max(1)));
+  let queue = options::integer_or(req.method, "queueSize", req.options.queue_size, DEFAULT_QUEUE_BATCHES, options::QUEUE_SIZE)? as usize;
+  let interval = options::integer_or(req.method, "pollInterval", req.options.poll_interval, DEFAULT_POLL_INTERVAL_MS, options::POLL_INTERVAL)?;
+  let interval = Duration::from_millis(interval);
   let poller = poller()?;
   let sink = Arc::new(Sink::new(queue, cpus));
   let source = make_source(req.map, Collector::new(sink.clone(), per_cpu))?;

@@ -89,19 +89,18 @@ impl BpfError {
   /// An error from libbpf (through libbpf-rs): the code follows the errno.
   pub fn libbpf(code: Code, what: impl Display, err: &libbpf_rs::Error) -> Self {
     let errno = errno_of(err);
+    // EACCES is also the verifier's "no": only EPERM means privileges, when
+    // this process's settings explain it (capabilities, seccomp, user namespace)
+    let denied = if errno == Some(libc::EPERM) { crate::diagnose::permission_denied() } else { None };
     let code = match errno {
       Some(libc::ENOENT) if code == Code::NotFound => Code::NotFound,
-      // EACCES is also the verifier's "no": only EPERM means privileges
-      Some(libc::EPERM) if !is_root() => Code::Permission,
+      Some(libc::EPERM) if denied.is_some() || !is_root() => Code::Permission,
       Some(libc::EOPNOTSUPP) => Code::NotSupported,
       _ => code,
     };
     let mut message = format!("{what}: {}", describe(err));
     if code == Code::Permission {
-      message.push_str(
-        " (BPF needs root, or the capabilities CAP_BPF + CAP_PERFMON: in a systemd unit AmbientCapabilities=CAP_BPF CAP_PERFMON, \
-         by hand setpriv --inh-caps +bpf,+perfmon --ambient-caps +bpf,+perfmon ...)",
-      );
+      message.push_str(&format!(" ({})", denied.as_deref().unwrap_or(crate::diagnose::CAPS_FIX)));
     }
     BpfError { code, message }
   }

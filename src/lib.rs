@@ -7,13 +7,16 @@
 mod attach;
 mod btf;
 mod buffer;
+mod diagnose;
 mod error;
 mod globals;
+mod iter;
 mod kernel;
 mod libbpf_log;
 mod map;
 mod names;
 mod object;
+mod options;
 mod perf_event;
 mod poller;
 mod program;

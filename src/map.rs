@@ -426,7 +426,7 @@ impl NativeMap {
   fn open_buffer(
     &self,
     want: MapType,
-    method: &str,
+    method: &'static str,
     c_name: &str,
     dispatch: Function<'_, DispatchArgs, ()>,
     options: Option<BufferOptions>,
@@ -436,7 +436,7 @@ impl NativeMap {
       return err(Code::InvalidArg, format!("{method}() needs a {c_name} map; map '{}' is a {} map", self.name(), self.info.r#type));
     }
     let map = self.with_map(|map| MapHandle::try_from(map).map_err(|e| self.map_error("duplicating its fd", e)))?;
-    let (native, sink) = opener(OpenRequest { map, dispatch, options: options.unwrap_or_default() })?;
+    let (native, sink) = opener(OpenRequest { method, map, dispatch, options: options.unwrap_or_default() })?;
     borrow(&self.state)?.add_buffer(sink);
     Ok(native)
   }
@@ -476,11 +476,12 @@ impl NativeMap {
   /// no syscall once mapped (the first call maps it). Values are
   /// `valueSize` rounded up to 8 bytes apart. Counters the kernel is
   /// bumping meanwhile are read as they are at that instant, each 8-byte
-  /// word whole.
+  /// word whole. `offset`: an integer from 0 (checked, not wrapped).
   #[napi]
-  pub fn read_mapped(&self, target: Buffer, offset: u32) -> Result<()> {
+  pub fn read_mapped(&self, target: Buffer, offset: f64) -> Result<()> {
     guard(|| {
       let mut target = target;
+      let offset = crate::options::integer(&format!("map '{}' readMapped", self.name()), "offset", offset, crate::options::OFFSET)?;
       let mut state = borrow(&self.state)?;
       state.ensure_loaded()?;
       if !state.mapped.contains_key(self.name()) {
@@ -498,10 +499,12 @@ impl NativeMap {
         state.mapped.insert(self.name().to_string(), mapped);
       }
       let mapped = &state.mapped[self.name()];
-      let (offset, n) = (offset as usize, target.len());
-      if offset.checked_add(n).is_none_or(|end| end > mapped.len) {
-        return err(Code::InvalidValue, format!("map '{}': bytes {offset}..{} are outside its {} bytes", self.name(), offset + n, mapped.len));
-      }
+      let n = target.len();
+      let end = usize::try_from(offset).ok().and_then(|o| o.checked_add(n)).filter(|end| *end <= mapped.len);
+      let Some(end) = end else {
+        return err(Code::InvalidValue, format!("map '{}': bytes {offset}..{} are outside its {} bytes", self.name(), offset + n as u64, mapped.len));
+      };
+      let offset = end - n;
       // SAFETY: the range is inside the mapping (checked); the kernel may
       // write to it meanwhile, which makes the bytes racy, not invalid.
       unsafe { std::ptr::copy_nonoverlapping((mapped.ptr as *const u8).add(offset), target.as_mut_ptr(), n) };

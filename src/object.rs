@@ -137,6 +137,11 @@ impl ObjectState {
         );
       }
     }
+    if crate::error::errno_of(e) == Some(libc::ESRCH) && log.iter().any(|l| l.contains("kernel BTF is missing")) {
+      if let Some(fix) = crate::diagnose::missing_btf(None) {
+        return BpfError::new(Code::NotFound, format!("loading {} into the kernel failed: {fix}", self.source));
+      }
+    }
     let mut error = BpfError::libbpf(Code::Load, format!("loading {} into the kernel failed", self.source), e);
     if error.code == Code::Permission {
       return error;
@@ -326,6 +331,9 @@ fn open(source: Either<String, Buffer>, options: LoadOptions) -> BpfResult<Objec
     builder.name(name).map_err(|e| BpfError::libbpf(Code::InvalidValue, "invalid object name", &e))?;
   }
   if let Some(path) = &options.btf_path {
+    if let Some(fix) = crate::diagnose::missing_btf(Some(path)) {
+      return err(Code::NotFound, fix);
+    }
     builder.btf_custom_path(path).map_err(|e| BpfError::libbpf(Code::InvalidValue, "invalid btfPath", &e))?;
   }
   let (label, opened) = match &source {

@@ -48,6 +48,23 @@ pub(crate) fn open(type_: u32, config: u64, freq: bool, sample: u64, pid: i32, c
   Ok(fd as i32)
 }
 
+/// How many CPUs the machine can have (`cpu` is below it).
+pub(crate) fn possible_cpus() -> BpfResult<u64> {
+  let n = libbpf_rs::num_possible_cpus().map_err(|e| BpfError::libbpf(Code::Attach, "counting the possible CPUs", &e))?;
+  Ok((n as u64).max(1))
+}
+
+/// The most samples per second the kernel takes now
+/// (/proc/sys/kernel/perf_event_max_sample_rate, which it lowers when
+/// sampling takes too long; 100000, its default, if unreadable).
+pub(crate) fn max_sample_rate() -> u64 {
+  std::fs::read_to_string("/proc/sys/kernel/perf_event_max_sample_rate")
+    .ok()
+    .and_then(|t| t.trim().parse::<u64>().ok())
+    .filter(|n| *n > 0)
+    .unwrap_or(100_000)
+}
+
 /// The online CPUs, from /sys/devices/system/cpu/online (`0-3,5`).
 pub(crate) fn online_cpus() -> BpfResult<Vec<i32>> {
   let text = std::fs::read_to_string("/sys/devices/system/cpu/online")

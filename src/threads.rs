@@ -16,8 +16,9 @@ use crate::error::{guard, Result};
 pub struct LibraryThread {
   /// `node-libbpf-poller`, `node-libbpf-release` (the thread's comm).
   pub name: String,
-  /// The kernel's thread id (`gettid()`, what BPF's
-  /// `bpf_get_current_pid_tgid()` has in its low 32 bits).
+  /// The thread id (`gettid()`) in this process's pid namespace: on the
+  /// host what BPF's `bpf_get_current_pid_tgid()` has in its low 32 bits;
+  /// in a container `bpf.kernelIds(process.pid).tids.get(tid)` is that.
   pub tid: u32,
 }
 
