@@ -80,7 +80,13 @@ function toProfile(window, kind) {
     if (!locations.has(key)) {
       locations.set(
         key,
-        new Location({ id: locations.size + 1, mappingId: mappingOf(f.mapping), address: f.address ?? 0, line: [new Line({ functionId: functionOf(f), line: f.line ?? 0 })] }),
+        new Location({
+          id: locations.size + 1,
+          mappingId: mappingOf(f.mapping),
+          address: f.address ?? 0,
+          // the functions inlined here first, the physical one last (pprof's order)
+          line: [...(f.inlined ?? []), f].map((g) => new Line({ functionId: functionOf(g), line: g.line ?? 0 })),
+        }),
       );
     }
     return locations.get(key).id;

@@ -87,6 +87,12 @@ function mappingAt(maps, address) {
   return undefined;
 }
 
+/** A JIT frame from its name: `fn file:line:column` is JavaScript. */
+function jsFrame(name) {
+  const js = /^(.*) (\S+):(\d+):(\d+)$/.exec(name);
+  return js ? { name: js[1], kind: 'js', file: js[2], line: Number(js[3]), label: name } : { name, kind: 'jit', label: name };
+}
+
 /** The symbols of /tmp/perf-PID.map (`start size name`, hex), sorted by start. */
 function perfMapSymbols(pid) {
   let text = '';
@@ -179,7 +185,7 @@ class ProfileWindow {
     return stacks.foldStacks(
       this[kind].map((s) => ({
         comm: s.thread,
-        user: s.frames.filter((f) => f.kind !== 'kernel').map((f) => f.label),
+        user: s.frames.filter((f) => f.kind !== 'kernel').flatMap((f) => [...(f.inlined ?? []).map((i) => i.label), f.label]),
         kernel: s.frames.filter((f) => f.kind === 'kernel').map((f) => f.name),
         count: kind === 'cpu' ? s.count : Math.round(s.ns / 1000),
       })),
@@ -346,13 +352,15 @@ class Profiler {
       if (frames.has(key)) return frames.get(key);
       const address = Number(a);
       const mapping = mappingAt(maps, address);
-      let name = userNames.get(a);
+      const names = userNames.get(a);
+      let name = names[names.length - 1];
       let frame;
       if (mapping && !mapping.file) {
-        // JIT code (or an anonymous executable mapping): the perf map names it
+        // JIT code (or an anonymous executable mapping): the perf map (or jitdump) names it
         if (name === '[unknown]') name = perfMap ? '[unknown JIT code]' : NO_PERF_MAP;
-        const js = /^(.*) (\S+):(\d+):(\d+)$/.exec(name);
-        frame = js ? { name: js[1], kind: 'js', file: js[2], line: Number(js[3]), label: name } : { name, kind: 'jit', label: name };
+        frame = jsFrame(name);
+        // functions inlined at this address (lib/stacks.js names them from --perf-prof's jitdump), innermost first
+        if (names.length > 1) frame.inlined = names.slice(0, -1).map(jsFrame);
       } else {
         if (name === '[unknown]') name = mapping ? `[unknown in ${mapping.path.split('/').pop()}]` : '[unknown]';
         frame = { name, kind: 'native', module: mapping?.path, label: name };
@@ -407,7 +415,8 @@ class Profiler {
   #userNames(addresses, maps) {
     if (!this.#ownSymbols) {
       try {
-        return this.#symbolizer.user(process.pid, addresses);
+        // per address: the functions inlined there (innermost first), then the physical one
+        return this.#symbolizer.userFrames ? this.#symbolizer.userFrames(process.pid, addresses) : this.#symbolizer.user(process.pid, addresses).map((n) => [n]);
       } catch (err) {
         if (!/map_files|EACCES|EPERM|permission/i.test(err.message)) throw err;
         this.#ownSymbols = new Map(); // path -> sorted symbols
@@ -417,8 +426,8 @@ class Profiler {
     return addresses.map((a) => {
       const address = Number(a);
       const m = mappingAt(maps, address);
-      if (!m) return '[unknown]';
-      if (!m.file) return stacks.frameName({ name: lookup(jit, address) });
+      if (!m) return ['[unknown]'];
+      if (!m.file) return [stacks.frameName({ name: lookup(jit, address) })];
       if (!this.#ownSymbols.has(m.path)) {
         let syms = [];
         try {
@@ -428,7 +437,7 @@ class Profiler {
         }
         this.#ownSymbols.set(m.path, syms);
       }
-      return stacks.frameName({ name: lookup(this.#ownSymbols.get(m.path), address - m.start + m.offset) });
+      return [stacks.frameName({ name: lookup(this.#ownSymbols.get(m.path), address - m.start + m.offset) })];
     });
   }
 
