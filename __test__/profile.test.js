@@ -107,6 +107,30 @@ describe('on CPU', { skip }, () => {
   }
 });
 
+describe("issue 23's inlining case (Maglev inlines hotLoopX into processImmediate)", { skip }, () => {
+  for (const node of OTHER_NODES.filter((n) => n && !/\/22\./.test(n))) {
+    const version = path.basename(path.dirname(path.dirname(node)));
+    test(`node ${version}, --perf-basic-prof --no-maglev-inlining: hotLoopX in >= 70% of the samples; without the flag, a frame that holds it says which flag names it`, () => {
+      const dir = fs.mkdtempSync(path.join(tmp, 'inl-'));
+      const share = () => {
+        const lines = fs.readFileSync(path.join(dir, 'inlined.folded'), 'utf8').trim().split('\n');
+        const count = (l) => Number(l.slice(l.lastIndexOf(' ') + 1));
+        const total = lines.reduce((n, l) => n + count(l), 0);
+        return { total, hot: lines.filter((l) => /;hotLoopX /.test(l)).reduce((n, l) => n + count(l), 0), lines };
+      };
+      service(['inlined', dir], { node, nodeArgs: ['--perf-basic-prof', '--no-maglev-inlining'] });
+      const named = share();
+      assert.ok(named.hot >= 0.7 * named.total, `hotLoopX in ${named.hot} of ${named.total} samples`);
+      assert.match(pprof(['-top'], path.join(dir, 'inlined.pb.gz')), /hotLoopX/);
+      service(['inlined', dir], { node, nodeArgs: ['--perf-basic-prof'] });
+      const plain = share();
+      const unnamed = plain.lines.filter((l) => !/;hotLoopX /.test(l) && /processImmediate/.test(l) && !/may hold inlined code: run node with --no-maglev-inlining/.test(l));
+      const inProcessImmediate = plain.lines.filter((l) => /processImmediate[^;]* \d+$/.test(l));
+      assert.deepEqual(inProcessImmediate.filter((l) => !/--no-maglev-inlining/.test(l)), [], `samples in processImmediate's code say which flag names what it inlined:\n${unnamed.join('\n')}`);
+    });
+  }
+});
+
 describe('without a perf map', { skip }, () => {
   test('JIT frames say how to get their names, and so does the comment; no bare address', () => {
     const dir = fs.mkdtempSync(path.join(tmp, 'nomap-'));
