@@ -266,6 +266,18 @@ describe('least privilege', { skip }, () => {
     const top = pprof(['-top'], path.join(dir, 'cpu.pb.gz'));
     assert.match(top, /hotLoop/);
   });
+
+  const unshare = ['unshare', '--pid', '--fork', '--mount-proc', '--kill-child'];
+  const noNs = spawnSync(unshare[0], [...unshare.slice(1), 'true']).status === 0 ? false : 'unshare --pid cannot run here';
+  test('the same as pid 1 of a pid namespace: its own threads are sampled (the kernel\'s tgid), labelled with its own tids', { skip: why || noNs }, () => {
+    const dir = fs.mkdtempSync(path.join(tmp, 'pidns-'));
+    fs.chmodSync(dir, 0o777);
+    const r = service(['cpu', dir], { prefix: [...unshare, ...setpriv, ...caps] });
+    assert.ok(r.threads.includes('main:node'), JSON.stringify(r));
+    const file = path.join(dir, 'cpu.pb.gz');
+    assert.match(pprof(['-top'], file), /hotLoop/);
+    assert.match(pprof(['-raw'], file), /thread_kind:\[main\][\s\S]*?thread_id:\[1\]|thread_id:\[1\][\s\S]*?thread_kind:\[main\]/, 'the main thread is tid 1 there');
+  });
 });
 
 describe('bad input and cleanup', { skip }, () => {

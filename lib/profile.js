@@ -31,6 +31,7 @@ const { loadBpfProgram } = require('./object');
 const { objectPath } = require('./objects');
 const stacks = require('./stacks');
 const pprof = require('./pprof');
+const { kernelIds, inInitialNamespace } = require('./pidns');
 
 const EFAULT = 14;
 const DEFAULT_FREQUENCY = 99;
@@ -46,19 +47,13 @@ function codedError(code, message) {
 }
 
 /**
- * This process's ids as the kernel sees them (`{ tgid, toLocal(tid) }`):
- * lib/pidns.js translates them inside a pid namespace where it is there;
- * on the host they are the same.
+ * This process's ids as the kernel sees them (`{ tgid, tids }`: `tids` a
+ * Map of its tids here to the kernel's, null on the host, where they are
+ * the same): lib/pidns.js translates them inside a pid namespace.
  */
 function ownIds() {
-  let pidns;
-  try {
-    pidns = require('./pidns');
-  } catch (err) {
-    if (err.code !== 'MODULE_NOT_FOUND' || !/pidns/.test(err.message)) throw err;
-  }
-  if (!pidns || pidns.inInitialNamespace()) return { tgid: process.pid, tids: null };
-  const ids = pidns.kernelIds(process.pid);
+  if (inInitialNamespace()) return { tgid: process.pid, tids: null };
+  const ids = kernelIds(process.pid);
   return { tgid: ids.tgid, tids: ids.tids };
 }
 
