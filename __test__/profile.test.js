@@ -271,6 +271,7 @@ describe('least privilege', { skip }, () => {
   const noNs = spawnSync(unshare[0], [...unshare.slice(1), 'true']).status === 0 ? false : 'unshare --pid cannot run here';
   test('the same as pid 1 of a pid namespace: its own threads are sampled (the kernel\'s tgid), labelled with its own tids', { skip: why || noNs }, () => {
     const dir = fs.mkdtempSync(path.join(tmp, 'pidns-'));
+    fs.chmodSync(tmp, 0o777);
     fs.chmodSync(dir, 0o777);
     const r = service(['cpu', dir], { prefix: [...unshare, ...setpriv, ...caps] });
     assert.ok(r.threads.includes('main:node'), JSON.stringify(r));
