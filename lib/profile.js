@@ -37,6 +37,8 @@ const EFAULT = 14;
 const DEFAULT_FREQUENCY = 99;
 const MAX_FREQUENCY = 1000;
 const DEFAULT_MAX_SECONDS = 300;
+const NO_KALLSYMS = '[kernel: names need CAP_SYSLOG or kernel.perf_event_paranoid <= 1]';
+const BROKEN_CHAIN = '[not code: the frame chain broke (a library without frame pointers)]';
 const NO_PERF_MAP = '[JIT code: run node with --perf-basic-prof]';
 const KIND_NAMES = ['cpu', 'offCpu'];
 
@@ -64,7 +66,10 @@ function readMappings() {
     const m = /^([0-9a-f]+)-([0-9a-f]+) (\S+) ([0-9a-f]+) \S+ (\d+)\s*(.*)$/.exec(line);
     if (!m || !m[3].includes('x')) continue;
     const file = m[6].startsWith('/') && m[5] !== '0';
-    out.push({ start: Number.parseInt(m[1], 16), end: Number.parseInt(m[2], 16), offset: Number.parseInt(m[4], 16), path: file ? m[6].replace(/ \(deleted\)$/, '') : '[jit]', file });
+    // [vdso], [vsyscall]: the kernel's code in user space; anonymous (and [anon:...]) executable memory: JIT code
+    const special = /^\[(?!anon:)/.test(m[6]);
+    const path = file ? m[6].replace(/ \(deleted\)$/, '') : special ? m[6] : '[jit]';
+    out.push({ start: Number.parseInt(m[1], 16), end: Number.parseInt(m[2], 16), offset: Number.parseInt(m[4], 16), path, file, jit: !file && !special });
   }
   return out.sort((a, b) => a.start - b.start);
 }
@@ -350,14 +355,15 @@ class Profiler {
       const names = userNames.get(a);
       let name = names[names.length - 1];
       let frame;
-      if (mapping && !mapping.file) {
+      if (mapping?.jit) {
         // JIT code (or an anonymous executable mapping): the perf map (or jitdump) names it
         if (name === '[unknown]') name = perfMap ? '[unknown JIT code]' : NO_PERF_MAP;
         frame = jsFrame(name);
         // functions inlined at this address (lib/stacks.js names them from --perf-prof's jitdump), innermost first
         if (names.length > 1) frame.inlined = names.slice(0, -1).map(jsFrame);
       } else {
-        if (name === '[unknown]') name = mapping ? `[unknown in ${mapping.path.split('/').pop()}]` : '[unknown]';
+        // (outside every executable mapping: not a return address; the frame-pointer chain broke in code without them)
+        if (name === '[unknown]') name = mapping ? `[unknown in ${mapping.path.split('/').pop()}]` : BROKEN_CHAIN;
         frame = { name, kind: 'native', module: mapping?.path, label: name };
       }
       frame.address = address;
@@ -368,7 +374,9 @@ class Profiler {
     const kernelFrame = (a) => {
       const key = `k${a}`;
       if (!frames.has(key)) {
-        frames.set(key, { name: kernelNames.get(a), kind: 'kernel', address: Number(a), mapping: KERNEL_MAPPING, label: kernelNames.get(a) });
+        // /proc/kallsyms shows addresses only to CAP_SYSLOG (or with kernel.perf_event_paranoid <= 1)
+        const name = kernelNames.get(a) === '[unknown]' ? NO_KALLSYMS : kernelNames.get(a);
+        frames.set(key, { name, kind: 'kernel', address: Number(a), mapping: KERNEL_MAPPING, label: name });
       }
       return frames.get(key);
     };
@@ -422,7 +430,8 @@ class Profiler {
       const address = Number(a);
       const m = mappingAt(maps, address);
       if (!m) return ['[unknown]'];
-      if (!m.file) return [stacks.frameName({ name: lookup(jit, address) })];
+      if (m.jit) return [stacks.frameName({ name: lookup(jit, address) })];
+      if (!m.file) return ['[unknown]'];
       if (!this.#ownSymbols.has(m.path)) {
         let syms = [];
         try {
@@ -554,9 +563,16 @@ class Profiler {
       const form = new FormData();
       form.append('profile', new Blob([w.pprof(kind)], { type: 'application/octet-stream' }), 'profile.pprof');
       if (kind === 'offCpu') form.append('sample_type_config', new Blob([JSON.stringify(OFFCPU_SAMPLE_TYPES)], { type: 'application/json' }), 'sample_type_config.json');
-      const res = await fetch(q, { method: 'POST', body: form, headers, signal: AbortSignal.timeout(30000) });
+      let res;
+      try {
+        res = await fetch(q, { method: 'POST', body: form, headers, signal: AbortSignal.timeout(30000) });
+      } catch (err) {
+        const e = codedError('ERR_BPF_PUSH', `POST ${q.origin}${q.pathname}: ${err.cause?.message ?? err.message}`);
+        e.cause = err;
+        throw e;
+      }
       await res.arrayBuffer();
-      if (!res.ok) throw codedError('ERR_BPF_PUSH', `POST ${q.pathname}: HTTP ${res.status}`);
+      if (!res.ok) throw codedError('ERR_BPF_PUSH', `POST ${q.origin}${q.pathname}: HTTP ${res.status}`);
       state.pushed++;
     };
     const loop = (async () => {
