@@ -93,21 +93,38 @@ function jsFrame(name) {
   return js ? { name: js[1], kind: 'js', file: js[2], line: Number(js[3]), label: name } : { name, kind: 'jit', label: name };
 }
 
-/** The symbols of /tmp/perf-PID.map (`start size name`, hex), sorted by start. */
-function perfMapSymbols(pid) {
+/**
+ * The perf map's name of each of `addresses` (sorted numbers), the entry
+ * written LAST that covers it winning: V8 reuses the memory of collected
+ * code (and, with --interpreted-frames-native-stack, of trampoline copies),
+ * so an address can be in an old entry and in the one of the code there
+ * now. Map(address -> raw name).
+ */
+function perfMapNames(pid, addresses) {
+  const out = new Map();
+  if (!addresses.length) return out;
   let text = '';
   try {
     text = fs.readFileSync(`/tmp/perf-${pid}.map`, 'utf8');
   } catch {
-    return [];
+    return out;
   }
-  const out = [];
   for (const line of text.split('\n')) {
     const m = /^([0-9a-f]+) ([0-9a-f]+) (.*)$/.exec(line);
-    if (m) out.push({ start: Number.parseInt(m[1], 16), size: Number.parseInt(m[2], 16), name: m[3] });
+    if (!m) continue;
+    const start = Number.parseInt(m[1], 16);
+    const end = start + Number.parseInt(m[2], 16);
+    // the first address at or above start
+    let lo = 0;
+    let hi = addresses.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (addresses[mid] < start) lo = mid + 1;
+      else hi = mid;
+    }
+    for (let i = lo; i < addresses.length && addresses[i] < end; i++) out.set(addresses[i], m[3]);
   }
-  // a later entry for the same start (code moved or replaced) wins
-  return out.sort((a, b) => a.start - b.start);
+  return out;
 }
 
 /** The name of the symbol of `symbols` (sorted by start) that holds `at`, or undefined. */
@@ -345,6 +362,16 @@ class Profiler {
     const userList = [...userAddrs];
     const kernelList = [...kernelAddrs];
     const userNames = new Map(userList.length ? this.#userNames(userList, maps).map((n, i) => [userList[i], n]) : []);
+    // where an address is in several perf map entries, the code there now is the last one's (see perfMapNames)
+    const jitList = userList.filter((a) => mappingAt(maps, Number(a))?.jit);
+    const latest = perfMapNames(process.pid, jitList.map(Number).sort((x, y) => x - y));
+    for (const a of jitList) {
+      const raw = latest.get(Number(a));
+      if (raw === undefined) continue;
+      const name = stacks.frameName({ name: raw });
+      const names = userNames.get(a);
+      if (!names[names.length - 1].startsWith(name)) userNames.set(a, [name]);
+    }
     const kernelNames = new Map(kernelList.length ? this.#symbolizer.kernel(kernelList).map((n, i) => [kernelList[i], n]) : []);
     const frames = new Map(); // 'u'/'k' + address -> frame
     const userFrame = (a) => {
@@ -425,12 +452,13 @@ class Profiler {
         this.#ownSymbols = new Map(); // path -> sorted symbols
       }
     }
-    const jit = perfMapSymbols(process.pid);
+    const jitAddresses = addresses.map(Number).filter((a) => mappingAt(maps, a)?.jit).sort((x, y) => x - y);
+    const jit = perfMapNames(process.pid, jitAddresses);
     return addresses.map((a) => {
       const address = Number(a);
       const m = mappingAt(maps, address);
       if (!m) return ['[unknown]'];
-      if (m.jit) return [stacks.frameName({ name: lookup(jit, address) })];
+      if (m.jit) return [stacks.frameName({ name: jit.get(address) })];
       if (!m.file) return ['[unknown]'];
       if (!this.#ownSymbols.has(m.path)) {
         let syms = [];
