@@ -7,6 +7,7 @@ import type {
   AttachOptions,
   BpfLink,
   BpfProgram,
+  FlameGraphOptions,
   GlobalInfo,
   IteratorOptions,
   LoadOptions,
@@ -483,6 +484,98 @@ export declare class Monitor {
 
 /** Starts monitoring this process (needs root, or CAP_BPF + CAP_PERFMON). */
 export declare function monitor(options?: MonitorOptions): Monitor
+
+/** Options of `bpf.profile()`. */
+export interface ProfileOptions {
+  /** CPU samples per second per CPU, an integer from 1 to 1000 (default 99). */
+  frequency?: number
+  /** Whether windows also record the main thread's off-CPU stacks (default true). */
+  offCpu?: boolean
+  /** The shortest off-CPU interval recorded, in seconds (default 0.001). */
+  minOffCpu?: number
+  /** Whether the event loop's idle epoll waits count as off-CPU time (default false). */
+  idle?: boolean
+  /** The longest window, in seconds (default 300). */
+  maxSeconds?: number
+}
+
+/** A frame of a profile's stack. */
+export interface ProfileFrame {
+  name: string
+  /** `kernel`, `native`, `js` (named by the perf map), `jit` (JIT code without a JS name), `lost` */
+  kind: 'kernel' | 'native' | 'js' | 'jit' | 'lost'
+  /** A JavaScript function's file and line (from the perf map). */
+  file?: string
+  line?: number
+  module?: string
+  address?: number
+}
+
+/** One stack of a window: its thread and its weight. */
+export interface ProfileStack {
+  /** The thread's id (as this process sees it), name and kind (`main`, `libuv pool`, `V8 worker`, `node-libbpf`, ...). */
+  tid: number
+  thread: string
+  threadKind: string
+  /** CPU: samples; off CPU: intervals. */
+  count: number
+  /** Off CPU: the time off the CPU, in nanoseconds. */
+  ns?: number
+  /** Off CPU: `blocked` (it slept) or `preempted` (it waited for a CPU). */
+  state?: 'blocked' | 'preempted'
+  /** Innermost first: kernel frames, then user frames. */
+  frames: ProfileFrame[]
+}
+
+export type ProfileKind = 'cpu' | 'offCpu'
+
+/** The stacks of one window of `profiler.collect()`. */
+export declare class ProfileWindow {
+  startNs: bigint
+  durationNs: number
+  periodNs: number
+  frequency: number
+  /** Whether this process has a perf map (JavaScript names). */
+  perfMap: boolean
+  dropped: { samples: number; offCpu: number }
+  /** What the profile's comments say (pprof `comment`). */
+  notes: string[]
+  cpu: ProfileStack[]
+  offCpu: ProfileStack[]
+  /** The window as gzipped pprof (`go tool pprof`, Pyroscope, Parca). */
+  pprof(kind?: ProfileKind): Buffer
+  /** Folded stacks (`thread;outer;...;inner value`): samples, or µs off CPU. */
+  folded(kind?: ProfileKind): string
+  /** A flame graph (SVG). */
+  flameGraph(kind?: ProfileKind, options?: FlameGraphOptions): string
+}
+
+/** A running push (`profiler.push()`). */
+export interface ProfilePush {
+  readonly pushed: number
+  readonly errors: number
+  /** Ends the window, pushes it, resolves when done. */
+  stop(): Promise<void>
+}
+
+/** Profiles of this process (`bpf.profile()`); see the README's Profiles. */
+export declare class Profiler {
+  readonly options: Required<ProfileOptions>
+  readonly closed: boolean
+  /** Whether a window is being collected. */
+  readonly busy: boolean
+  /** Samples for `seconds` (0 < seconds <= maxSeconds); ERR_BPF_BUSY while another window runs. */
+  collect(options: { seconds: number; signal?: AbortSignal }): Promise<ProfileWindow>
+  /** A handler of `GET {prefix}/profile?seconds=N` and `{prefix}/offcpu?seconds=N` (prefix `/debug/pprof`): true if it answered. */
+  handler(options?: { prefix?: string; defaultSeconds?: number }): (req: import('node:http').IncomingMessage, res: import('node:http').ServerResponse) => boolean
+  /** Pushes a window every `every` seconds (default 15) to Pyroscope's `POST {url}/ingest`. */
+  push(options: { url: string; name: string; labels?: Record<string, string>; every?: number; kinds?: ProfileKind[]; headers?: Record<string, string>; onError?: (err: Error) => void }): ProfilePush
+  /** Ends any window or push, detaches and frees everything. */
+  close(): void
+}
+
+/** Starts a profiler of this process (needs root, or CAP_BPF + CAP_PERFMON); nothing samples until a window. */
+export declare function profile(options?: ProfileOptions): Profiler
 
 /**
  * Sets the `node_libbpf_tids` global (bpf/node_libbpf.bpf.h) of an object

@@ -16,6 +16,7 @@ const { BpfMap } = require('./lib/map');
 const { EventBuffer } = require('./lib/buffer');
 const { objectPath, objectNames } = require('./lib/objects');
 const { monitor, Monitor, excludeLibraryThreads } = require('./lib/monitor');
+const { profile, Profiler, ProfileWindow } = require('./lib/profile');
 const { kernelIds, kernelPid } = require('./lib/pidns');
 
 module.exports = {
@@ -30,6 +31,9 @@ module.exports = {
   features,
   monitor,
   Monitor,
+  profile,
+  Profiler,
+  ProfileWindow,
   libraryThreads,
   excludeLibraryThreads,
   kernelPid,

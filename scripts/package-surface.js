@@ -11,6 +11,6 @@ const PUBLIC_LIB = [
 ];
 
 /** The library's own machinery: reached through the entry, not by path. */
-const INTERNAL_LIB = ['buffer', 'cli', 'codec', 'dispatch', 'map', 'monitor', 'monitor_metrics', 'native', 'object', 'opentelemetry', 'pidns', 'prometheus', 'raw_record', 'validate'];
+const INTERNAL_LIB = ['buffer', 'cli', 'codec', 'dispatch', 'map', 'monitor', 'monitor_metrics', 'native', 'object', 'opentelemetry', 'pidns', 'pprof', 'profile', 'prometheus', 'raw_record', 'validate'];
 
 module.exports = { PUBLIC_LIB, INTERNAL_LIB };

@@ -1,0 +1,339 @@
+'use strict';
+// bpf.profile(): a service profiles itself, on and off the CPU, with
+// kernel, native and JavaScript frames; every profile is read back with a
+// real pprof reader (`go tool pprof`), the pull handler is scraped over
+// loopback, the push lands in a small receiver with Pyroscope's parameters.
+const { describe, test, after } = require('node:test');
+const assert = require('node:assert/strict');
+const { spawn, spawnSync, execFileSync } = require('node:child_process');
+const fs = require('node:fs');
+const http = require('node:http');
+const os = require('node:os');
+const path = require('node:path');
+const bpf = require('..');
+const { kernelIds } = require('./helpers');
+
+const ROOT = path.join(__dirname, '..');
+const SERVICE = path.join(__dirname, 'fixtures', 'profile_service.js');
+const NODE_ARGS = ['--perf-basic-prof', '--interpreted-frames-native-stack', '--no-logfile-per-isolate', '--logfile=+'];
+const OTHER_NODES = ['22', '24', '26'].map((major) => {
+  const dir = '/var/cache/node-libbpf/node';
+  const v = fs.existsSync(dir) ? fs.readdirSync(dir).find((d) => d.startsWith(`${major}.`)) : undefined;
+  return v && path.join(dir, v, 'bin', 'node');
+});
+
+const goOk = spawnSync('go', ['version']).status === 0;
+const skip = process.getuid?.() !== 0 ? 'profiles load BPF programs: run the tests as root' : !goOk ? 'no go toolchain: go tool pprof reads the profiles' : false;
+if (skip) console.log(`# skipping profile.test.js: ${skip}`);
+
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'profile-test-'));
+after(() => fs.rmSync(tmp, { recursive: true, force: true }));
+
+/** Runs the service fixture to its end: its JSON line. */
+function service(args, { node = process.execPath, prefix = [], nodeArgs = NODE_ARGS } = {}) {
+  const cmd = [...prefix, node, ...nodeArgs, SERVICE, ...args];
+  const r = spawnSync(cmd[0], cmd.slice(1), { encoding: 'utf8', timeout: 60_000, cwd: tmp });
+  assert.equal(r.status, 0, `${cmd.join(' ')}: ${r.stderr}`);
+  return JSON.parse(r.stdout.trim().split('\n').pop());
+}
+
+/** The ids of the BPF objects of `kind` (`bpf-prog`, `bpf_link`, `bpf-map`) this process holds (its fds). */
+function ownIds(kind) {
+  return fs.readdirSync('/proc/self/fd').flatMap((fd) => {
+    try {
+      if (fs.readlinkSync(`/proc/self/fd/${fd}`) !== `anon_inode:${kind}`) return [];
+      const m = /(?:prog_id|link_id|map_id):\s*(\d+)/.exec(fs.readFileSync(`/proc/self/fdinfo/${fd}`, 'utf8'));
+      return m ? [Number(m[1])] : [];
+    } catch {
+      return []; // closed meanwhile
+    }
+  });
+}
+
+/** `service()` without blocking this process (it serves the push's receiver meanwhile). */
+function serviceAsync(args) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [...NODE_ARGS, SERVICE, ...args], { stdio: ['ignore', 'pipe', 'pipe'], cwd: tmp });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (d) => (out += d));
+    child.stderr.on('data', (d) => (err += d));
+    const timer = setTimeout(() => child.kill(), 60_000);
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      if (code === 0) resolve(JSON.parse(out.trim().split('\n').pop()));
+      else reject(new Error(`service ${args.join(' ')} exited ${code}: ${err}`));
+    });
+  });
+}
+
+/** `go tool pprof ARGS FILE`'s output. */
+const pprof = (args, file) => execFileSync('go', ['tool', 'pprof', ...args, file], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+
+/** `-traces` output as `[{ labels, value (ms), frames: [innermost first] }]`. */
+function traces(file, args = []) {
+  const out = pprof(['-traces', '-unit=ms', ...args], file);
+  return out
+    .split(/-+\+-+\n/)
+    .slice(1)
+    .map((block) => {
+      const lines = block.split('\n').filter((l) => l.trim());
+      const labels = Object.fromEntries(lines.filter((l) => /^\s*\w+:\s/.test(l) && !/ms\s/.test(l)).map((l) => l.trim().split(/:\s+/)));
+      const body = lines.filter((l) => !/^\s*\w+:\s/.test(l) || /^\s+[\d.]+ms\s/.test(l));
+      const first = /^\s*([\d.]+)ms\s+(.*)$/.exec(body[0] ?? '');
+      if (!first) return undefined;
+      return { labels, value: Number(first[1]), frames: [first[2].trim(), ...body.slice(1).map((l) => l.trim())] };
+    })
+    .filter(Boolean);
+}
+
+describe('on CPU', { skip }, () => {
+  const versions = [['20 (this node)', process.execPath], ...OTHER_NODES.filter(Boolean).map((n) => [path.basename(path.dirname(path.dirname(n))), n])];
+  for (const [version, node] of versions) {
+    test(`node ${version}: -top names hotLoop at >= 70% cum; -traces has kernel frames under statLoop`, () => {
+      const dir = fs.mkdtempSync(path.join(tmp, 'cpu-'));
+      // (Node 24 and 26's Maglev inlines them into the timer's callback: the flag that keeps them named, README: Profiles)
+      const major = Number(/v?(\d+)\./.exec(version === '20 (this node)' ? process.version : version)[1]);
+      const r = service(['cpu', dir], { node, nodeArgs: major >= 24 ? [...NODE_ARGS, '--no-maglev-inlining'] : NODE_ARGS });
+      const file = path.join(dir, 'cpu.pb.gz');
+      const top = pprof(['-top', '-nodecount=200'], file);
+      const total = Number(/Total samples = ([\d.]+)ms/.exec(top)?.[1] ?? /Total samples = ([\d.]+)s/.exec(top)[1] * 1000);
+      const row = top.split('\n').find((l) => /\shotLoop$/.test(l));
+      assert.ok(row, `hotLoop in -top (${r.samples} samples):\n${top}`);
+      const cumPct = Number(row.trim().split(/\s+/)[4].replace('%', ''));
+      assert.ok(cumPct >= 70, `hotLoop at ${cumPct}% cum of ${total} ms:\n${top}`);
+      assert.match(top, /Type: cpu/);
+      // the syscall-heavy function has kernel frames under it (innermost first: the kernel's before it)
+      const stat = traces(file).filter((t) => t.frames.some((f) => /^'?statLoop$/.test(f)));
+      assert.ok(stat.length, `statLoop in -traces:\n${pprof(['-traces'], file).slice(0, 4000)}`);
+      const withKernel = stat.find((t) => {
+        const at = t.frames.findIndex((f) => /^'?statLoop$/.test(f));
+        return t.frames.slice(0, at).some((f) => /^(entry_SYSCALL_64\w*|do_syscall_64|__x64_sys_\w+|el0_svc)$/.test(f));
+      });
+      assert.ok(withKernel, `a kernel frame under statLoop:\n${JSON.stringify(stat.slice(0, 3), null, 1)}`);
+      // every sample has its thread's labels; the main thread is named main
+      const raw = pprof(['-raw'], file);
+      assert.match(raw, /thread_kind:\[main\]/);
+      assert.match(raw, /thread_id:\[\d+\]/);
+      assert.match(raw, /thread_name:\[/);
+      assert.match(fs.readFileSync(path.join(dir, 'cpu.svg'), 'utf8'), /hotLoop/);
+      assert.match(fs.readFileSync(path.join(dir, 'cpu.folded'), 'utf8'), /;hotLoop [^;]*hot|;hotLoop/);
+    });
+  }
+});
+
+describe("issue 23's inlining case (Maglev inlines hotLoopX into processImmediate)", { skip }, () => {
+  for (const node of OTHER_NODES.filter((n) => n && !/\/22\./.test(n))) {
+    const version = path.basename(path.dirname(path.dirname(node)));
+    test(`node ${version}, --perf-basic-prof --no-maglev-inlining: hotLoopX in >= 70% of the samples; without the flag, a frame that holds it says which flag names it`, () => {
+      const dir = fs.mkdtempSync(path.join(tmp, 'inl-'));
+      const share = () => {
+        const lines = fs.readFileSync(path.join(dir, 'inlined.folded'), 'utf8').trim().split('\n');
+        const count = (l) => Number(l.slice(l.lastIndexOf(' ') + 1));
+        const total = lines.reduce((n, l) => n + count(l), 0);
+        return { total, hot: lines.filter((l) => /;hotLoopX /.test(l)).reduce((n, l) => n + count(l), 0), lines };
+      };
+      service(['inlined', dir], { node, nodeArgs: ['--perf-basic-prof', '--no-maglev-inlining'] });
+      const named = share();
+      assert.ok(named.hot >= 0.7 * named.total, `hotLoopX in ${named.hot} of ${named.total} samples`);
+      assert.match(pprof(['-top'], path.join(dir, 'inlined.pb.gz')), /hotLoopX/);
+      service(['inlined', dir], { node, nodeArgs: ['--perf-basic-prof'] });
+      const plain = share();
+      const unnamed = plain.lines.filter((l) => !/;hotLoopX /.test(l) && /processImmediate/.test(l) && !/may hold inlined code: run node with --no-maglev-inlining/.test(l));
+      const inProcessImmediate = plain.lines.filter((l) => /processImmediate[^;]* \d+$/.test(l));
+      assert.deepEqual(inProcessImmediate.filter((l) => !/--no-maglev-inlining/.test(l)), [], `samples in processImmediate's code say which flag names what it inlined:\n${unnamed.join('\n')}`);
+    });
+  }
+});
+
+describe('without a perf map', { skip }, () => {
+  test('JIT frames say how to get their names, and so does the comment; no bare address', () => {
+    const dir = fs.mkdtempSync(path.join(tmp, 'nomap-'));
+    service(['cpu', dir], { nodeArgs: [] });
+    const file = path.join(dir, 'cpu.pb.gz');
+    const top = pprof(['-top', '-nodecount=300'], file);
+    assert.match(top, /run node with --perf-basic-prof \(or --perf-basic-prof-only-functions --interpreted-frames-native-stack\)/, 'the comment');
+    assert.doesNotMatch(top, /hotLoop/);
+    const jit = top.split('\n').find((l) => l.endsWith('[JIT code: run node with --perf-basic-prof]'));
+    assert.ok(jit && Number(jit.trim().split(/\s+/)[4].replace('%', '')) >= 70, `the JIT frame holds the hot loop:\n${top}`);
+    assert.doesNotMatch(top, /\s0x[0-9a-f]+$/m, 'no bare address');
+  });
+});
+
+describe('off CPU', { skip }, () => {
+  test('B blocks of 50 ms in Atomics.wait: waitHere above the futex frames, B x 50 ms +- 10%', () => {
+    const B = 8;
+    const dir = fs.mkdtempSync(path.join(tmp, 'off-'));
+    const r = service(['offcpu', dir, String(B)]);
+    assert.equal(r.blocks, B);
+    const file = path.join(dir, 'offcpu.pb.gz');
+    assert.match(pprof(['-top'], file), /Type: off_cpu/);
+    const waits = traces(file, ['-tagfocus=off_cpu_state=blocked']).filter((t) => t.frames.includes('waitHere'));
+    assert.ok(waits.length, `waitHere in -traces:\n${pprof(['-traces'], file).slice(0, 5000)}`);
+    for (const t of waits) {
+      const js = t.frames.indexOf('waitHere');
+      const futex = t.frames.findIndex((f) => /futex/.test(f));
+      assert.ok(futex >= 0 && futex < js, `futex frames under waitHere: ${t.frames.join(' <- ')}`);
+    }
+    const total = waits.reduce((sum, t) => sum + t.value, 0);
+    assert.ok(Math.abs(total - B * 50) <= B * 50 * 0.1, `${total} ms blocked in waitHere, expected ${B * 50} +- 10%`);
+  });
+});
+
+describe('pull', { skip }, () => {
+  test('/debug/pprof/profile?seconds=1 over loopback: a pprof of that window; bad seconds 400; a second pull 409', async () => {
+    const child = spawn(process.execPath, [...NODE_ARGS, SERVICE, 'serve'], { stdio: ['pipe', 'pipe', 'inherit'], cwd: tmp });
+    try {
+      const line = await new Promise((resolve, reject) => {
+        child.stdout.once('data', (d) => resolve(String(d)));
+        child.once('exit', (code) => reject(new Error(`service exited ${code}`)));
+      });
+      const { port } = JSON.parse(line);
+      const get = (p) => fetch(`http://127.0.0.1:${port}${p}`);
+      const pulling = get('/debug/pprof/profile?seconds=1');
+      await new Promise((r) => setTimeout(r, 200));
+      const second = await get('/debug/pprof/offcpu?seconds=1');
+      assert.equal(second.status, 409, await second.text());
+      for (const bad of ['0', '-1', '301', 'abc', '', 'NaN']) {
+        const res = await get(`/debug/pprof/profile?seconds=${bad}`);
+        assert.equal(res.status, 400, `seconds=${bad}`);
+        assert.match(await res.text(), /seconds must be a number above 0 and at most 300/);
+      }
+      const res = await pulling;
+      assert.equal(res.status, 200);
+      assert.equal(res.headers.get('content-type'), 'application/octet-stream');
+      const file = path.join(tmp, 'pulled.pb.gz');
+      fs.writeFileSync(file, Buffer.from(await res.arrayBuffer()));
+      const top = pprof(['-top'], file);
+      const duration = Number(/Duration: ([\d.]+)s/.exec(top)[1]);
+      assert.ok(duration >= 1 && duration < 1.3, `the window asked (1 s): ${duration} s`);
+      assert.match(top, /hotLoop/);
+      const off = await get('/debug/pprof/offcpu?seconds=0.5');
+      assert.equal(off.status, 200);
+      fs.writeFileSync(file, Buffer.from(await off.arrayBuffer()));
+      assert.match(pprof(['-top'], file), /Type: off_cpu/);
+      assert.equal((await get('/other')).status, 200, 'other paths are the service\'s');
+    } finally {
+      child.stdin.end();
+      await new Promise((r) => (child.exitCode === null ? child.once('exit', r) : r()));
+    }
+  });
+});
+
+describe('push', { skip }, () => {
+  test("Pyroscope's POST /ingest: name{labels}, from, until, format=pprof, sampleRate, spyName; a multipart profile go tool pprof reads", async () => {
+    const got = [];
+    const server = http.createServer((req, res) => {
+      const chunks = [];
+      req.on('data', (c) => chunks.push(c));
+      req.on('end', () => {
+        got.push({ method: req.method, url: req.url, type: req.headers['content-type'], body: Buffer.concat(chunks) });
+        res.end();
+      });
+    });
+    await new Promise((r) => server.listen(0, '127.0.0.1', r));
+    try {
+      const r = await serviceAsync(['push', `http://127.0.0.1:${server.address().port}`]);
+      assert.deepEqual(r.errors, []);
+      assert.ok(r.pushed >= 2, `pushed ${r.pushed}`);
+      const cpu = got.find((g) => !g.body.includes('sample_type_config'));
+      const off = got.find((g) => g.body.includes('sample_type_config'));
+      assert.ok(cpu && off, `a CPU and an off-CPU push: ${got.map((g) => g.url).join(', ')}`);
+      for (const g of [cpu, off]) {
+        assert.equal(g.method, 'POST');
+        const url = new URL(g.url, 'http://x');
+        assert.equal(url.pathname, '/ingest');
+        const q = Object.fromEntries(url.searchParams);
+        assert.equal(q.name, 'profile-test{env=test,host=h1}');
+        assert.equal(q.format, 'pprof');
+        assert.equal(q.sampleRate, '99');
+        assert.equal(q.spyName, 'node-libbpf');
+        assert.ok(Number(q.until) > Number(q.from) && Math.abs(Number(q.from) - Date.now() / 1000) < 30, `from ${q.from} until ${q.until}`);
+        const boundary = /multipart\/form-data; boundary=(.+)$/.exec(g.type)[1];
+        const part = g.body
+          .toString('latin1')
+          .split(`--${boundary}`)
+          .find((p) => /name="profile"/.test(p));
+        const data = Buffer.from(part.slice(part.indexOf('\r\n\r\n') + 4, -2), 'latin1');
+        const file = path.join(tmp, 'pushed.pb.gz');
+        fs.writeFileSync(file, data);
+        assert.match(pprof(['-top'], file), g === cpu ? /Type: cpu/ : /Type: off_cpu/);
+      }
+      assert.match(off.body.toString(), /"off_cpu":\{"units":"samples"/);
+    } finally {
+      server.close();
+    }
+  });
+});
+
+describe('least privilege', { skip }, () => {
+  const setpriv = ['setpriv', '--reuid', 'nobody', '--regid', 'nogroup', '--clear-groups'];
+  const caps = ['--inh-caps', '+bpf,+perfmon', '--ambient-caps', '+bpf,+perfmon'];
+  const canRun = spawnSync(setpriv[0], [...setpriv.slice(1), process.execPath, '-e', `require(${JSON.stringify(ROOT)})`], { encoding: 'utf8' });
+  const why = canRun.status === 0 ? false : `nobody cannot load the package from ${ROOT}`;
+  if (why) console.log(`# skipping the least-privilege test: ${why}`);
+
+  test('as nobody with CAP_BPF + CAP_PERFMON: a CPU profile with JS frames', { skip: why }, () => {
+    const dir = fs.mkdtempSync(path.join(tmp, 'nobody-'));
+    fs.chmodSync(tmp, 0o777);
+    fs.chmodSync(dir, 0o777);
+    service(['cpu', dir], { prefix: [...setpriv, ...caps] });
+    const top = pprof(['-top', '-nodecount=500'], path.join(dir, 'cpu.pb.gz'));
+    assert.match(top, /hotLoop/);
+    // kernel frames are named, or say why not (kallsyms shows addresses to CAP_SYSLOG only)
+    assert.doesNotMatch(top, /\s\[unknown\]$/m, top);
+  });
+
+  const unshare = ['unshare', '--pid', '--fork', '--mount-proc', '--kill-child'];
+  const noNs = spawnSync(unshare[0], [...unshare.slice(1), 'true']).status === 0 ? false : 'unshare --pid cannot run here';
+  test('the same as pid 1 of a pid namespace: its own threads are sampled (the kernel\'s tgid), labelled with its own tids', { skip: why || noNs }, () => {
+    const dir = fs.mkdtempSync(path.join(tmp, 'pidns-'));
+    fs.chmodSync(tmp, 0o777);
+    fs.chmodSync(dir, 0o777);
+    const r = service(['cpu', dir], { prefix: [...unshare, ...setpriv, ...caps] });
+    assert.ok(r.threads.includes('main:node'), JSON.stringify(r));
+    const file = path.join(dir, 'cpu.pb.gz');
+    assert.match(pprof(['-top'], file), /hotLoop/);
+    assert.match(pprof(['-raw'], file), /thread_kind:\[main\][\s\S]*?thread_id:\[1\]|thread_id:\[1\][\s\S]*?thread_kind:\[main\]/, 'the main thread is tid 1 there');
+  });
+});
+
+describe('bad input and cleanup', { skip }, () => {
+  test('a rate of 0 or 1e9, a negative window, a second window: coded errors; close leaves nothing in the kernel', async () => {
+    for (const frequency of [0, 1e9, 1.5, NaN, '99']) {
+      assert.throws(() => bpf.profile({ frequency }), (e) => e.code === 'ERR_BPF_INVALID_VALUE' && /frequency/.test(e.message), `frequency ${frequency}`);
+    }
+    assert.throws(() => bpf.profile({ rate: 99 }), { code: 'ERR_BPF_UNKNOWN_NAME' });
+    const before = kernelIds();
+    const p = bpf.profile();
+    try {
+      for (const seconds of [-1, 0, NaN, 301, undefined, '1']) {
+        await assert.rejects(p.collect({ seconds }), (e) => e.code === 'ERR_BPF_INVALID_VALUE' && /seconds/.test(e.message), `seconds ${seconds}`);
+      }
+      const first = p.collect({ seconds: 0.3 });
+      assert.equal(p.busy, true);
+      await assert.rejects(p.collect({ seconds: 0.1 }), { code: 'ERR_BPF_BUSY' });
+      assert.throws(() => p.push({ url: 'http://127.0.0.1:1', name: 'x' }), { code: 'ERR_BPF_BUSY' });
+      const w = await first;
+      assert.ok(w.durationNs >= 0.3e9);
+      assert.throws(() => w.pprof('heap'), { code: 'ERR_BPF_INVALID_VALUE' });
+      // its programs (this process's bpf-prog fds: other helpers' objects do not count) are attached only during a window
+      const mine = ownIds('bpf-prog').filter((id) => !before.progs.includes(id));
+      assert.equal(mine.length, 2, `its two programs are loaded: ${mine}`);
+      assert.deepEqual(ownIds('bpf_link'), [], 'no link between windows');
+      p.close();
+      await new Promise((r) => setTimeout(r, 500));
+      const left = kernelIds();
+      assert.deepEqual(
+        mine.filter((id) => left.progs.includes(id)),
+        [],
+        'its programs are gone after close',
+      );
+      assert.deepEqual(ownIds('bpf_link'), []);
+      assert.deepEqual(ownIds('bpf-prog'), []);
+      await assert.rejects(p.collect({ seconds: 1 }), { code: 'ERR_BPF_CLOSED' });
+    } finally {
+      p.close();
+    }
+  });
+});

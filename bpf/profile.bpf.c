@@ -1,0 +1,244 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * Profiles of the process it runs in (lib/profile.js): where its threads
+ * are on the CPU, and where its main thread waits off it. Stacks (user and
+ * kernel) are kept in a stack-trace map and aggregated here by stack id;
+ * user space names their frames when it reads a window. Needs CAP_BPF +
+ * CAP_PERFMON, no tracefs.
+ *
+ *   on CPU: a cpu-clock perf event on every CPU, this process's threads
+ *   off CPU: tp_btf sched_switch, the main thread: its stacks as it leaves
+ *	the CPU, weighted by how long it stays off
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "compat.bpf.h"
+#include "profile.h"
+
+#define MAX_STACK_DEPTH 127
+
+const volatile __u32 target_pid = 0;	/* the kernel's tgid of the process; its main thread has the same id */
+const volatile __u64 min_offcpu_ns = 1000000;
+/* the epoll waits of libuv's poll phase: idle, not blocked (left out unless offcpu_idle) */
+const volatile __s32 nr_epoll_wait = -1;
+const volatile __s32 nr_epoll_pwait = -1;
+const volatile __s32 nr_epoll_pwait2 = -1;
+const volatile bool offcpu_idle = false;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__uint(value_size, MAX_STACK_DEPTH * sizeof(__u64));
+} stacks SEC(".maps");
+
+/* CPU samples by thread and stack */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct profile_key);
+	__type(value, __u64);
+} counts SEC(".maps");
+
+/* the main thread's off-CPU intervals by stack */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 8192);
+	__type(key, struct profile_key);
+	__type(value, struct profile_offcpu);
+} offcpu SEC(".maps");
+
+/* frame-pointer chains recovered off CPU (profile_key.user_chain) */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u64);
+	__type(value, struct profile_chain);
+} chains SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct profile_chain);
+} chain_scratch SEC(".maps");
+
+/* samples and intervals not counted: their table was full */
+__u64 dropped_samples = 0;
+__u64 dropped_offcpu = 0;
+
+/* the main thread's last switch off the CPU (0: on it, or not counted) */
+struct {
+	__u64 start_ns;
+	struct profile_key key;
+} off = {};
+
+/* the syscall a sleeping task is in, or -1 */
+static __always_inline long task_syscall(struct task_struct *task)
+{
+	struct pt_regs *regs = task_user_regs(task);
+
+	if (!regs)
+		return -1;
+#if defined(__TARGET_ARCH_x86)
+	return BPF_CORE_READ(regs, orig_ax);
+#elif defined(__TARGET_ARCH_arm64)
+	return BPF_CORE_READ(regs, syscallno);
+#else
+	return -1;
+#endif
+}
+
+#define SCAN_WORDS 256
+/* a plausible user-space code address */
+#define USER_CODE(a) ((a) > 0x10000 && (a) < 0x800000000000ULL)
+#define STACK_SPAN 0x100000
+
+/*
+ * The frames above a thread that sleeps in a library built without frame
+ * pointers (glibc's pthread_cond_timedwait, under Atomics.wait): the
+ * kernel's unwinder stops there. The first word on the user stack that
+ * looks like a saved frame pointer (a stack address above it whose own
+ * first word is one too) is the rbp of the nearest caller with frame
+ * pointers (the library pushed it as a callee-saved register); its chain
+ * is followed from there. A heuristic: a wrong guess gives a short or
+ * odd chain, never a fault. Returns the chain's key in chains, or 0.
+ */
+static __always_inline __u64 recover_chain(struct task_struct *task)
+{
+	struct pt_regs *regs = task_user_regs(task);
+	__u64 sp, fp = 0, w, next, ret, hash = 14695981039346656037ULL;
+	struct profile_chain *c;
+	__u32 zero = 0;
+	int i, n = 0;
+
+	if (!regs)
+		return 0;
+#if defined(__TARGET_ARCH_x86)
+	sp = BPF_CORE_READ(regs, sp);
+#else
+	return 0;
+#endif
+	c = bpf_map_lookup_elem(&chain_scratch, &zero);
+	if (!c)
+		return 0;
+	for (i = 0; i < SCAN_WORDS; i++) {
+		__u64 at = sp + i * 8, n2, r2;
+
+		if (bpf_probe_read_user(&w, sizeof(w), (void *)at))
+			return 0;
+		if (w <= at || w >= at + STACK_SPAN || (w & 7))
+			continue;
+		if (bpf_probe_read_user(&next, sizeof(next), (void *)w) ||
+		    bpf_probe_read_user(&ret, sizeof(ret), (void *)(w + 8)))
+			continue;
+		if (next <= w || next >= w + STACK_SPAN || !USER_CODE(ret))
+			continue;
+		/* and the frame it links to is one too */
+		if (bpf_probe_read_user(&n2, sizeof(n2), (void *)next) ||
+		    bpf_probe_read_user(&r2, sizeof(r2), (void *)(next + 8)))
+			continue;
+		if ((n2 > next && n2 < next + STACK_SPAN && USER_CODE(r2)) || (!n2 && USER_CODE(r2))) {
+			fp = w;
+			break;
+		}
+	}
+	if (!fp)
+		return 0;
+	for (i = 0; i < PROFILE_CHAIN_DEPTH; i++) {
+		if (bpf_probe_read_user(&next, sizeof(next), (void *)fp) ||
+		    bpf_probe_read_user(&ret, sizeof(ret), (void *)(fp + 8)) || !ret)
+			break;
+		c->ips[i] = ret;
+		hash = (hash ^ ret) * 1099511628211ULL;
+		n = i + 1;
+		if (next <= fp || next >= fp + STACK_SPAN)
+			break;
+		fp = next;
+	}
+	if (n < 2)
+		return 0;
+	for (i = 0; i < PROFILE_CHAIN_DEPTH; i++) {
+		if (i >= n)
+			c->ips[i] = 0;
+	}
+	hash ^= n;
+	if (!hash)
+		hash = 1;
+	bpf_map_update_elem(&chains, &hash, c, BPF_ANY);
+	return hash;
+}
+
+static __always_inline bool idle_wait(long nr)
+{
+	return nr >= 0 && (nr == nr_epoll_wait || nr == nr_epoll_pwait || nr == nr_epoll_pwait2);
+}
+
+SEC("perf_event")
+int handle_sample(struct bpf_perf_event_data *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid(), one = 1, *count;
+	struct profile_key key = {};
+
+	if (id >> 32 != target_pid)
+		return 0;
+	key.tid = (__u32)id;
+	key.user_stack = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
+	key.kernel_stack = bpf_get_stackid(ctx, &stacks, 0);
+	bpf_get_current_comm(key.comm, sizeof(key.comm));
+	count = bpf_map_lookup_elem(&counts, &key);
+	if (count) {
+		__sync_fetch_and_add(count, 1);
+	} else if (bpf_map_update_elem(&counts, &key, &one, BPF_NOEXIST)) {
+		/* another CPU created it first, or the table is full */
+		count = bpf_map_lookup_elem(&counts, &key);
+		if (count)
+			__sync_fetch_and_add(count, 1);
+		else
+			__sync_fetch_and_add(&dropped_samples, 1);
+	}
+	return 0;
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(handle_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	struct profile_offcpu *v, first = { 1, 0 };
+	__u64 delta;
+
+	if (prev->pid == target_pid) {
+		/* the main thread leaves the CPU: it is current, its stacks are here */
+		if (!offcpu_idle && !preempt && idle_wait(task_syscall(prev))) {
+			off.start_ns = 0;
+			return 0;
+		}
+		off.key.tid = target_pid;
+		off.key.preempted = preempt;
+		off.key.user_stack = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
+		off.key.kernel_stack = bpf_get_stackid(ctx, &stacks, 0);
+		off.key.user_chain = recover_chain(prev);
+		bpf_get_current_comm(off.key.comm, sizeof(off.key.comm));
+		off.start_ns = bpf_ktime_get_ns();
+		return 0;
+	}
+	if (next->pid != target_pid || !off.start_ns)
+		return 0;
+	delta = bpf_ktime_get_ns() - off.start_ns;
+	off.start_ns = 0;
+	if (delta < min_offcpu_ns)
+		return 0;
+	v = bpf_map_lookup_elem(&offcpu, &off.key);
+	if (v) {
+		__sync_fetch_and_add(&v->count, 1);
+		__sync_fetch_and_add(&v->total_ns, delta);
+		return 0;
+	}
+	first.total_ns = delta;
+	if (bpf_map_update_elem(&offcpu, &off.key, &first, BPF_NOEXIST))
+		__sync_fetch_and_add(&dropped_offcpu, 1);
+	return 0;
+}
+
+char LICENSE[] SEC("license") = "GPL";

@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+#ifndef __PROFILE_H
+#define __PROFILE_H
+
+#define TASK_COMM_LEN 16
+
+/* a stack of one thread: CPU samples (counts) and off-CPU intervals
+ * (offcpu) are keyed by it */
+struct profile_key {
+	__u32 tid;			/* the kernel's thread id */
+	__s32 user_stack;		/* id in the stacks map, or -errno: none (-EFAULT), lost (-EEXIST, -ENOMEM) */
+	__s32 kernel_stack;		/* the same, for the kernel stack */
+	char comm[TASK_COMM_LEN];	/* the thread's name */
+	__u32 preempted;		/* off CPU: 1 if it was preempted (runnable), 0 if it slept */
+	__u64 user_chain;		/* off CPU: key in the chains map of the frames recovered above a
+					 * library without frame pointers (glibc's futex waits), or 0 */
+};
+
+#define PROFILE_CHAIN_DEPTH 64
+
+/* return addresses of a frame-pointer chain, outermost last, 0 after the last */
+struct profile_chain {
+	__u64 ips[PROFILE_CHAIN_DEPTH];
+};
+
+/* the off-CPU intervals of one stack */
+struct profile_offcpu {
+	__u64 count;
+	__u64 total_ns;
+};
+
+#endif /* __PROFILE_H */

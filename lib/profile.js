@@ -1,0 +1,671 @@
+'use strict';
+/**
+ * Profiles of this process, in process (bpf/profile.bpf.c): where its
+ * threads spend the CPU and where its main thread waits off it, with
+ * kernel, native and JavaScript frames in one stack, for a window of N
+ * seconds at a time, as pprof (Pyroscope, Parca, `go tool pprof`), folded
+ * stacks or a flame graph.
+ *
+ *   const profiler = bpf.profile();                   // loads; samples nothing yet
+ *   const w = await profiler.collect({ seconds: 10 });  // samples for 10 s
+ *   fs.writeFileSync('cpu.pb.gz', w.pprof('cpu'));      // or 'offCpu'
+ *   http.createServer((req, res) => profiler.handler()(req, res) || app(req, res));
+ *   profiler.close();
+ *
+ * Nothing runs in the kernel between windows (as Go's /debug/pprof/profile):
+ * a window attaches a cpu-clock perf event on every CPU (filtered to this
+ * process in the program) and, for off-CPU stacks, tp_btf sched_switch; at
+ * its end it detaches them, reads the counts and empties the maps. One
+ * window at a time: a second collect() while one runs is ERR_BPF_BUSY (the
+ * handler's 409).
+ *
+ * JavaScript names come from the perf map node writes when started with
+ * --perf-basic-prof (or --perf-basic-prof-only-functions with
+ * --interpreted-frames-native-stack); it cannot be turned on at run time.
+ * Without one, JIT frames are named `[JIT code: run node with
+ * --perf-basic-prof]` and the profile says so in a comment.
+ */
+const fs = require('node:fs');
+const native = require('./native');
+const { loadBpfProgram } = require('./object');
+const { objectPath } = require('./objects');
+const stacks = require('./stacks');
+const pprof = require('./pprof');
+const { kernelIds, inInitialNamespace } = require('./pidns');
+
+const EFAULT = 14;
+const DEFAULT_FREQUENCY = 99;
+const MAX_FREQUENCY = 1000;
+const DEFAULT_MAX_SECONDS = 300;
+const NO_KALLSYMS = '[kernel: names need CAP_SYSLOG or kernel.perf_event_paranoid <= 1]';
+const BROKEN_CHAIN = '[not code: the frame chain broke (a library without frame pointers)]';
+const NO_PERF_MAP = '[JIT code: run node with --perf-basic-prof]';
+const KIND_NAMES = ['cpu', 'offCpu'];
+
+function codedError(code, message) {
+  const err = new Error(message);
+  err.code = code;
+  return err;
+}
+
+/**
+ * This process's ids as the kernel sees them (`{ tgid, tids }`: `tids` a
+ * Map of its tids here to the kernel's, null on the host, where they are
+ * the same): lib/pidns.js translates them inside a pid namespace.
+ */
+function ownIds() {
+  if (inInitialNamespace()) return { tgid: process.pid, tids: null };
+  const ids = kernelIds(process.pid);
+  return { tgid: ids.tgid, tids: ids.tids };
+}
+
+/** The executable mappings of this process (/proc/self/maps), sorted by start. */
+function readMappings() {
+  const out = [];
+  for (const line of fs.readFileSync('/proc/self/maps', 'utf8').split('\n')) {
+    const m = /^([0-9a-f]+)-([0-9a-f]+) (\S+) ([0-9a-f]+) \S+ (\d+)\s*(.*)$/.exec(line);
+    if (!m || !m[3].includes('x')) continue;
+    const file = m[6].startsWith('/') && m[5] !== '0';
+    // [vdso], [vsyscall]: the kernel's code in user space; anonymous (and [anon:...]) executable memory: JIT code
+    const special = /^\[(?!anon:)/.test(m[6]);
+    const path = file ? m[6].replace(/ \(deleted\)$/, '') : special ? m[6] : '[jit]';
+    out.push({ start: Number.parseInt(m[1], 16), end: Number.parseInt(m[2], 16), offset: Number.parseInt(m[4], 16), path, file, jit: !file && !special });
+  }
+  return out.sort((a, b) => a.start - b.start);
+}
+
+/** The mapping of `maps` that holds `address`, or undefined. */
+function mappingAt(maps, address) {
+  let lo = 0;
+  let hi = maps.length - 1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >> 1;
+    if (address < maps[mid].start) hi = mid - 1;
+    else if (address >= maps[mid].end) lo = mid + 1;
+    else return maps[mid];
+  }
+  return undefined;
+}
+
+/** A JIT frame from its name: `fn file:line:column` is JavaScript. */
+function jsFrame(name) {
+  const js = /^(.*) (\S+):(\d+):(\d+)$/.exec(name);
+  return js ? { name: js[1], kind: 'js', file: js[2], line: Number(js[3]), label: name } : { name, kind: 'jit', label: name };
+}
+
+/**
+ * The perf map's name of each of `addresses` (sorted numbers), the entry
+ * written LAST that covers it winning: V8 reuses the memory of collected
+ * code (and, with --interpreted-frames-native-stack, of trampoline copies),
+ * so an address can be in an old entry and in the one of the code there
+ * now. Map(address -> raw name).
+ */
+function perfMapNames(pid, addresses) {
+  const out = new Map();
+  if (!addresses.length) return out;
+  let text = '';
+  try {
+    text = fs.readFileSync(`/tmp/perf-${pid}.map`, 'utf8');
+  } catch {
+    return out;
+  }
+  for (const line of text.split('\n')) {
+    const m = /^([0-9a-f]+) ([0-9a-f]+) (.*)$/.exec(line);
+    if (!m) continue;
+    const start = Number.parseInt(m[1], 16);
+    const end = start + Number.parseInt(m[2], 16);
+    // the first address at or above start
+    let lo = 0;
+    let hi = addresses.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (addresses[mid] < start) lo = mid + 1;
+      else hi = mid;
+    }
+    for (let i = lo; i < addresses.length && addresses[i] < end; i++) out.set(addresses[i], m[3]);
+  }
+  return out;
+}
+
+/** The name of the symbol of `symbols` (sorted by start) that holds `at`, or undefined. */
+function lookup(symbols, at) {
+  let lo = 0;
+  let hi = symbols.length - 1;
+  let best;
+  while (lo <= hi) {
+    const mid = (lo + hi) >> 1;
+    if (symbols[mid].start <= at) {
+      best = symbols[mid];
+      lo = mid + 1;
+    } else hi = mid - 1;
+  }
+  return best && (at < best.start + best.size || best.size === 0) ? best.name : undefined;
+}
+
+/** What a thread is, by its name (/proc/self/task/TID/comm; Node 20 names them all `node`). */
+function threadKind(tid, comm, { tgid, library }) {
+  if (tid === tgid) return 'main';
+  if (library.has(tid)) return 'node-libbpf';
+  if (comm === 'libuv-worker') return 'libuv pool';
+  if (/V8Worker$/.test(comm)) return 'V8 worker';
+  if (comm === 'DelayedTaskSche') return 'V8 delayed tasks';
+  if (comm === 'SignalInspector' || comm === 'inspector') return 'inspector';
+  return 'other';
+}
+
+function checkSeconds(seconds, max, what) {
+  if (typeof seconds !== 'number' || !Number.isFinite(seconds) || seconds <= 0 || seconds > max) {
+    throw codedError('ERR_BPF_INVALID_VALUE', `${what}: seconds must be a number above 0 and at most ${max}, got ${seconds}`);
+  }
+}
+
+function checkOptions(options) {
+  if (options !== undefined && (options === null || typeof options !== 'object')) {
+    throw codedError('ERR_INVALID_ARG_TYPE', `profile(options): options must be an object, got ${options}`);
+  }
+  const known = ['frequency', 'offCpu', 'minOffCpu', 'idle', 'maxSeconds'];
+  const unknown = Object.keys(options ?? {}).filter((k) => !known.includes(k));
+  if (unknown.length) throw codedError('ERR_BPF_UNKNOWN_NAME', `profile(): no option named ${unknown.join(', ')}; the options are ${known.join(', ')}`);
+  const o = { frequency: DEFAULT_FREQUENCY, offCpu: true, minOffCpu: 0.001, idle: false, maxSeconds: DEFAULT_MAX_SECONDS, ...options };
+  if (typeof o.frequency !== 'number' || !Number.isInteger(o.frequency) || o.frequency < 1 || o.frequency > MAX_FREQUENCY) {
+    throw codedError('ERR_BPF_INVALID_VALUE', `profile(): frequency is samples per second per CPU, an integer from 1 to ${MAX_FREQUENCY} (default ${DEFAULT_FREQUENCY}), got ${o.frequency}`);
+  }
+  if (typeof o.minOffCpu !== 'number' || !(o.minOffCpu >= 0 && o.minOffCpu <= 60)) {
+    throw codedError('ERR_BPF_INVALID_VALUE', `profile(): minOffCpu is the shortest off-CPU interval counted, in seconds (0 to 60, default 0.001), got ${o.minOffCpu}`);
+  }
+  if (typeof o.maxSeconds !== 'number' || !(o.maxSeconds > 0 && o.maxSeconds <= 86400)) {
+    throw codedError('ERR_BPF_INVALID_VALUE', `profile(): maxSeconds is the longest window, in seconds (at most 86400, default ${DEFAULT_MAX_SECONDS}), got ${o.maxSeconds}`);
+  }
+  for (const k of ['offCpu', 'idle']) if (typeof o[k] !== 'boolean') throw codedError('ERR_INVALID_ARG_TYPE', `profile(): ${k} is true or false, got ${o[k]}`);
+  return o;
+}
+
+/** One window's stacks, named: `cpu` and `offCpu` (see lib/pprof.js), and how to export them. */
+class ProfileWindow {
+  constructor(data) {
+    Object.assign(this, data);
+  }
+
+  /** The window's `kind` ('cpu' or 'offCpu') profile as gzipped pprof (a Buffer). */
+  pprof(kind = 'cpu') {
+    checkKind(kind);
+    return pprof.encode(this, kind);
+  }
+
+  /**
+   * Folded stacks (`thread;outer;...;inner value`, kernel frames marked
+   * `_[k]`), as flame graph tools and Pyroscope's `format=folded` take
+   * them: values are samples (cpu) or microseconds (offCpu).
+   */
+  folded(kind = 'cpu') {
+    checkKind(kind);
+    return stacks.foldStacks(
+      this[kind].map((s) => ({
+        comm: s.thread,
+        user: s.frames.filter((f) => f.kind !== 'kernel').flatMap((f) => [...(f.inlined ?? []).map((i) => i.label), f.label]),
+        kernel: s.frames.filter((f) => f.kind === 'kernel').map((f) => f.name),
+        count: kind === 'cpu' ? s.count : Math.round(s.ns / 1000),
+      })),
+    );
+  }
+
+  /** A flame graph (SVG, inferno) of the window's `kind` stacks. */
+  flameGraph(kind = 'cpu', options = {}) {
+    const title = kind === 'cpu' ? `CPU, ${this.frequency} Hz, ${this.durationNs / 1e9} s` : `Off CPU (main thread), ${this.durationNs / 1e9} s`;
+    return native.flameGraph(this.folded(kind), { title, countName: kind === 'cpu' ? 'samples' : 'µs', ...options });
+  }
+}
+
+function checkKind(kind) {
+  if (!KIND_NAMES.includes(kind)) throw codedError('ERR_BPF_INVALID_VALUE', `a profile's kind is 'cpu' or 'offCpu', got ${kind}`);
+}
+
+// closed on garbage collection, as a BpfObject is
+const forgotten = new FinalizationRegistry((obj) => {
+  if (obj.closed) return;
+  obj.close();
+  process.emitWarning('a profiler was closed on garbage collection; close it with profiler.close() when done', 'NodeLibbpfWarning');
+});
+
+class Profiler {
+  #obj;
+  #options;
+  #ids;
+  #symbolizer;
+  #busy = null; // what holds the window: 'a collect()', 'a push to URL'
+  #abort = null; // ends the running window early
+  #pushes = new Set();
+  #ownSymbols = null; // path -> symbols, when blazesym cannot read this process's map_files
+
+  /** Not for users: `bpf.profile(options)` makes one. */
+  constructor(options) {
+    this.#options = checkOptions(options);
+    const syscalls = native.syscallNames(process.arch === 'arm64' ? 'arm64' : 'x86_64');
+    this.#ids = ownIds();
+    const obj = loadBpfProgram(objectPath('profile'));
+    try {
+      obj.setGlobalVariable('target_pid', this.#ids.tgid);
+      obj.setGlobalVariable('min_offcpu_ns', BigInt(Math.round(this.#options.minOffCpu * 1e9)));
+      obj.setGlobalVariable('offcpu_idle', this.#options.idle);
+      for (const n of ['epoll_wait', 'epoll_pwait', 'epoll_pwait2']) obj.setGlobalVariable(`nr_${n}`, syscalls.indexOf(n));
+      obj.load();
+    } catch (err) {
+      obj.close();
+      throw err;
+    }
+    this.#obj = obj;
+    this.#symbolizer = new stacks.StackSymbolizer(native);
+    forgotten.register(this, obj, this);
+  }
+
+  /** The options in force (defaults filled in). */
+  get options() {
+    return { ...this.#options };
+  }
+
+  /** Whether close() was called. */
+  get closed() {
+    return this.#obj === undefined || this.#obj.closed;
+  }
+
+  /** Whether a window is being collected (by collect(), the handler or a push). */
+  get busy() {
+    return this.#busy !== null;
+  }
+
+  #check() {
+    if (this.closed) throw codedError('ERR_BPF_CLOSED', 'the profiler is closed: start another with bpf.profile()');
+  }
+
+  /**
+   * Samples for `seconds` (a window), then resolves to a ProfileWindow of
+   * its on-CPU and off-CPU stacks. `signal` (an AbortSignal) ends the window
+   * early (what was counted until then is kept). Rejects with ERR_BPF_BUSY
+   * while another window runs, ERR_BPF_INVALID_VALUE for seconds not in
+   * (0, maxSeconds].
+   */
+  async collect({ seconds, signal } = {}) {
+    return this.#collect({ seconds, signal }, 'a collect()');
+  }
+
+  async #collect({ seconds, signal }, who) {
+    this.#check();
+    checkSeconds(seconds, this.#options.maxSeconds, 'profiler.collect()');
+    if (this.#busy) throw codedError('ERR_BPF_BUSY', `profiler.collect(): ${this.#busy} is collecting a window; one window at a time (wait for it, or start another profiler)`);
+    this.#busy = who;
+    const links = [];
+    const obj = this.#obj;
+    let startNs;
+    let startHr;
+    try {
+      for (const map of ['counts', 'offcpu', 'stacks', 'chains']) obj.getMap(map).clear();
+      const periodNs = Math.round(1e9 / this.#options.frequency);
+      startNs = BigInt(Date.now()) * 1000000n;
+      startHr = process.hrtime.bigint();
+      // every CPU, filtered in the kernel: a perf event for a pid samples only its main thread
+      links.push(obj.attachPerfEvent('handle_sample', { event: 'cpu-clock', period: periodNs }));
+      if (this.#options.offCpu) links.push(obj.attach('handle_sched_switch'));
+      await new Promise((resolve) => {
+        const timer = setTimeout(done, seconds * 1000);
+        const abort = () => done();
+        function done() {
+          clearTimeout(timer);
+          signal?.removeEventListener('abort', abort);
+          resolve();
+        }
+        this.#abort = done;
+        if (signal?.aborted) done();
+        else signal?.addEventListener('abort', abort, { once: true });
+      });
+      this.#abort = null;
+      for (const link of links.splice(0)) link.detach();
+      if (this.closed) throw codedError('ERR_BPF_CLOSED', 'profiler.collect(): the profiler was closed during the window');
+      const durationNs = Number(process.hrtime.bigint() - startHr);
+      return new ProfileWindow(this.#read({ startNs, durationNs, periodNs }));
+    } finally {
+      this.#abort = null;
+      for (const link of links) link.detach();
+      this.#busy = null;
+    }
+  }
+
+  /** The window's counts, named, and the maps emptied for the next. */
+  #read({ startNs, durationNs, periodNs }) {
+    const obj = this.#obj;
+    const stackMap = obj.getMap('stacks');
+    const cpuRows = obj.getMap('counts', { int64: 'number' }).getBatch();
+    const offRows = obj.getMap('offcpu').getBatch();
+    const chainMap = obj.getMap('chains');
+    const dropped = { samples: Number(obj.getGlobalVariable('dropped_samples')), offCpu: Number(obj.getGlobalVariable('dropped_offcpu')) };
+    const cache = new Map();
+    const stack = (id) => {
+      if (id < 0) return [];
+      if (!cache.has(id)) cache.set(id, (stackMap.get(id) ?? []).filter((a) => a !== 0n));
+      return cache.get(id);
+    };
+    const rows = [...cpuRows.map(([k, v]) => ({ k, count: v, kind: 'cpu' })), ...offRows.map(([k, v]) => ({ k, count: Number(v.count), ns: Number(v.total_ns), kind: 'offCpu' }))];
+    const userAddrs = new Set();
+    const kernelAddrs = new Set();
+    for (const r of rows) {
+      r.user = stack(r.k.user_stack);
+      r.kernel = stack(r.k.kernel_stack);
+      // off CPU in a library without frame pointers: the frames recovered above it (bpf/profile.bpf.c recover_chain)
+      const chain = r.k.user_chain ? chainMap.get(r.k.user_chain)?.ips?.filter((a) => a !== 0n) : undefined;
+      if (chain && chain.length > r.user.length) r.user = [...r.user.slice(0, 1), ...chain];
+      for (const a of r.user) userAddrs.add(a);
+      for (const a of r.kernel) kernelAddrs.add(a);
+    }
+    // JIT code moves and the perf map grows: user names are looked up afresh every window
+    this.#symbolizer.cache.delete(process.pid);
+    const perfMap = stacks.hasPerfMap(process.pid);
+    const maps = readMappings();
+    const userList = [...userAddrs];
+    const kernelList = [...kernelAddrs];
+    const userNames = new Map(userList.length ? this.#userNames(userList, maps).map((n, i) => [userList[i], n]) : []);
+    // where an address is in several perf map entries, the code there now is the last one's (see perfMapNames)
+    const jitList = userList.filter((a) => mappingAt(maps, Number(a))?.jit);
+    const latest = perfMapNames(process.pid, jitList.map(Number).sort((x, y) => x - y));
+    for (const a of jitList) {
+      const raw = latest.get(Number(a));
+      if (raw === undefined) continue;
+      const name = stacks.frameName({ name: raw });
+      const names = userNames.get(a);
+      if (!names[names.length - 1].startsWith(name)) userNames.set(a, [name]);
+    }
+    const kernelNames = new Map(kernelList.length ? this.#symbolizer.kernel(kernelList).map((n, i) => [kernelList[i], n]) : []);
+    const frames = new Map(); // 'u'/'k' + address -> frame
+    const userFrame = (a) => {
+      const key = `u${a}`;
+      if (frames.has(key)) return frames.get(key);
+      const address = Number(a);
+      const mapping = mappingAt(maps, address);
+      const names = userNames.get(a);
+      let name = names[names.length - 1];
+      let frame;
+      if (mapping?.jit) {
+        // JIT code (or an anonymous executable mapping): the perf map (or jitdump) names it
+        if (name === '[unknown]') name = perfMap ? '[unknown JIT code]' : NO_PERF_MAP;
+        frame = jsFrame(name);
+        // functions inlined at this address (lib/stacks.js names them from --perf-prof's jitdump), innermost first
+        if (names.length > 1) frame.inlined = names.slice(0, -1).map(jsFrame);
+      } else {
+        // (outside every executable mapping: not a return address; the frame-pointer chain broke in code without them)
+        if (name === '[unknown]') name = mapping ? `[unknown in ${mapping.path.split('/').pop()}]` : BROKEN_CHAIN;
+        frame = { name, kind: 'native', module: mapping?.path, label: name };
+      }
+      frame.address = address;
+      frame.mapping = mapping;
+      frames.set(key, frame);
+      return frame;
+    };
+    const kernelFrame = (a) => {
+      const key = `k${a}`;
+      if (!frames.has(key)) {
+        // /proc/kallsyms shows addresses only to CAP_SYSLOG (or with kernel.perf_event_paranoid <= 1)
+        const name = kernelNames.get(a) === '[unknown]' ? NO_KALLSYMS : kernelNames.get(a);
+        frames.set(key, { name, kind: 'kernel', address: Number(a), mapping: KERNEL_MAPPING, label: name });
+      }
+      return frames.get(key);
+    };
+    const library = new Set(native.libraryThreads().map((t) => this.#kernelTid(t.tid)));
+    const out = { cpu: [], offCpu: [] };
+    for (const r of rows) {
+      const lost = (id) => id < 0 && id !== -EFAULT;
+      const userFrames = lost(r.k.user_stack) ? [LOST] : r.user.map(userFrame);
+      // (off CPU: without the tracing frames the stack was taken in: __traceiter_sched_switch, bpf_trace_run4, the program)
+      const kernel = r.kind === 'offCpu' ? r.kernel.slice(Math.max(0, r.kernel.findIndex((a) => !TRACING_FRAME.test(kernelNames.get(a) ?? '')))) : r.kernel;
+      const kernelFrames = lost(r.k.kernel_stack) ? [LOST] : kernel.map(kernelFrame);
+      const tid = this.#localTid(r.k.tid);
+      out[r.kind].push({
+        tid,
+        thread: r.k.comm,
+        threadKind: threadKind(r.k.tid, r.k.comm, { tgid: this.#ids.tgid, library }),
+        count: r.count,
+        ...(r.kind === 'offCpu' && { ns: r.ns, state: r.k.preempted ? 'preempted' : 'blocked' }),
+        frames: [...kernelFrames, ...userFrames],
+      });
+    }
+    for (const map of ['counts', 'offcpu', 'stacks', 'chains']) obj.getMap(map).clear();
+    obj.setGlobalVariable('dropped_samples', 0n);
+    obj.setGlobalVariable('dropped_offcpu', 0n);
+    const notes = [
+      `node-libbpf profile of pid ${process.pid} (${process.title}, node ${process.version}): cpu-clock at ${this.#options.frequency} Hz on every CPU; off-CPU: the main thread, intervals of ${this.#options.minOffCpu * 1000} ms or more${this.#options.idle ? '' : ', idle epoll waits left out'}`,
+    ];
+    if (!perfMap) notes.push(`no perf map (/tmp/perf-${process.pid}.map): JavaScript frames are unnamed; run node with --perf-basic-prof (or --perf-basic-prof-only-functions --interpreted-frames-native-stack)`);
+    if (dropped.samples || dropped.offCpu) notes.push(`not counted, their table was full: ${dropped.samples} CPU samples, ${dropped.offCpu} off-CPU intervals`);
+    return { startNs, durationNs, periodNs, frequency: this.#options.frequency, perfMap, dropped, notes, ...out };
+  }
+
+  /**
+   * The names of user addresses: blazesym's (lib/stacks.js), or where it
+   * cannot read /proc/self/map_files (that takes CAP_SYS_ADMIN: a service
+   * run with CAP_BPF + CAP_PERFMON only), the ELF symbols of the mapped
+   * files and the perf map, read here.
+   */
+  #userNames(addresses, maps) {
+    if (!this.#ownSymbols) {
+      try {
+        // per address: the functions inlined there (innermost first), then the physical one
+        return this.#symbolizer.userFrames ? this.#symbolizer.userFrames(process.pid, addresses) : this.#symbolizer.user(process.pid, addresses).map((n) => [n]);
+      } catch (err) {
+        if (!/map_files|EACCES|EPERM|permission/i.test(err.message)) throw err;
+        this.#ownSymbols = new Map(); // path -> sorted symbols
+      }
+    }
+    const jitAddresses = addresses.map(Number).filter((a) => mappingAt(maps, a)?.jit).sort((x, y) => x - y);
+    const jit = perfMapNames(process.pid, jitAddresses);
+    return addresses.map((a) => {
+      const address = Number(a);
+      const m = mappingAt(maps, address);
+      if (!m) return ['[unknown]'];
+      if (m.jit) return [stacks.frameName({ name: jit.get(address) })];
+      if (!m.file) return ['[unknown]'];
+      if (!this.#ownSymbols.has(m.path)) {
+        let syms = [];
+        try {
+          syms = native.elfSymbols(m.path).filter((x) => x.fileOffset !== undefined).map((x) => ({ start: Number(x.fileOffset), size: x.size ?? 0, name: x.name })).sort((x, y) => x.start - y.start);
+        } catch {
+          // not readable: its frames stay unnamed
+        }
+        this.#ownSymbols.set(m.path, syms);
+      }
+      return [stacks.frameName({ name: lookup(this.#ownSymbols.get(m.path), address - m.start + m.offset) })];
+    });
+  }
+
+  #localTid(kernelTid) {
+    if (!this.#ids.tids) return kernelTid;
+    for (const [local, k] of this.#ids.tids) if (k === kernelTid) return local;
+    return kernelTid;
+  }
+
+  #kernelTid(localTid) {
+    return this.#ids.tids ? (this.#ids.tids.get(localTid) ?? localTid) : localTid;
+  }
+
+  /**
+   * A request handler for a service's own HTTP server, Go's convention
+   * (what Parca and Pyroscope scrape): `GET {prefix}/profile?seconds=N`
+   * (CPU) and `{prefix}/offcpu?seconds=N` (the main thread off the CPU)
+   * answer a gzipped pprof of the next N seconds (default 30). Returns
+   * `(req, res) => boolean`: true if it answered the request (its path was
+   * one of those). Bad `seconds`: 400; a window already running: 409.
+   */
+  handler({ prefix = '/debug/pprof', defaultSeconds = 30 } = {}) {
+    const routes = { [`${prefix}/profile`]: 'cpu', [`${prefix}/offcpu`]: 'offCpu' };
+    return (req, res) => {
+      const url = new URL(req.url, 'http://localhost');
+      const kind = routes[url.pathname];
+      if (!kind) return false;
+      const fail = (status, message) => {
+        res.writeHead(status, { 'content-type': 'text/plain; charset=utf-8' });
+        res.end(`${message}\n`);
+      };
+      if (req.method !== 'GET' && req.method !== 'HEAD') {
+        res.setHeader('allow', 'GET, HEAD');
+        fail(405, `${url.pathname}: GET it`);
+        return true;
+      }
+      const text = url.searchParams.get('seconds');
+      const seconds = text === null ? defaultSeconds : /^\s*$/.test(text) ? NaN : Number(text);
+      if (!(seconds > 0 && seconds <= this.#options.maxSeconds)) {
+        fail(400, `${url.pathname}: seconds must be a number above 0 and at most ${this.#options.maxSeconds}, got ${JSON.stringify(text)}`);
+        return true;
+      }
+      if (this.closed) {
+        fail(503, `${url.pathname}: the profiler is closed`);
+        return true;
+      }
+      if (this.#busy) {
+        fail(409, `${url.pathname}: ${this.#busy} is collecting a window; one at a time: try again later`);
+        return true;
+      }
+      const ended = new AbortController();
+      const gone = () => {
+        if (!res.writableFinished) ended.abort();
+      };
+      res.on('close', gone);
+      this.#collect({ seconds, signal: ended.signal }, `a pull of ${url.pathname}`).then(
+        (w) => {
+          res.off('close', gone);
+          if (ended.signal.aborted) return;
+          const body = w.pprof(kind);
+          res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-disposition': `attachment; filename="${kind === 'cpu' ? 'profile' : 'offcpu'}.pb.gz"`, 'content-length': body.length });
+          res.end(req.method === 'HEAD' ? undefined : body);
+        },
+        (err) => {
+          res.off('close', gone);
+          if (!res.headersSent) fail(err.code === 'ERR_BPF_BUSY' ? 409 : 500, `${url.pathname}: ${err.message}`);
+        },
+      );
+      return true;
+    };
+  }
+
+  /**
+   * Pushes a profile every `every` seconds (a window each) to Pyroscope's
+   * `POST {url}/ingest` (its HTTP API, format=pprof: multipart/form-data
+   * with the profile in the field `profile` and, for the off-CPU one, its
+   * types in `sample_type_config`; `name` is `name{labels}`, `from` and
+   * `until` are unix seconds). Returns `{ stop(): Promise, pushed, errors }`;
+   * `onError(err)` hears failed windows and pushes (default: a warning).
+   * The profiler is busy meanwhile: pulls answer 409.
+   */
+  push({ url, name, labels = {}, every = 15, kinds = KIND_NAMES, headers = {}, onError } = {}) {
+    this.#check();
+    let base;
+    try {
+      base = new URL(url);
+    } catch {
+      throw codedError('ERR_BPF_INVALID_VALUE', `profiler.push(): url must be Pyroscope's address (http://pyroscope:4040), got ${url}`);
+    }
+    if (typeof name !== 'string' || !/^[A-Za-z0-9_.\-/]+$/.test(name)) {
+      throw codedError('ERR_BPF_INVALID_VALUE', `profiler.push(): name must be the application's name (letters, digits, _ . - /), got ${name}`);
+    }
+    for (const [k, v] of Object.entries(labels)) {
+      if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(k) || /[{},=]/.test(String(v))) {
+        throw codedError('ERR_BPF_INVALID_VALUE', `profiler.push(): label ${k}=${v}: names are identifiers, values have no { } , =`);
+      }
+    }
+    checkSeconds(every, this.#options.maxSeconds, 'profiler.push(): every');
+    for (const k of kinds) checkKind(k);
+    if (this.#busy) throw codedError('ERR_BPF_BUSY', `profiler.push(): ${this.#busy} is collecting a window; one at a time`);
+    const appName = `${name}{${Object.entries(labels)
+      .map(([k, v]) => `${k}=${v}`)
+      .join(',')}}`;
+    const report = onError ?? ((err) => process.emitWarning(`profiler.push() to ${base.origin}: ${err.message}`, 'NodeLibbpfWarning'));
+    const ingest = new URL('ingest', base.href.endsWith('/') ? base : `${base.href}/`);
+    const state = { pushed: 0, errors: 0, stopped: false };
+    const stopper = new AbortController();
+    const send = async (w, kind) => {
+      const q = new URL(ingest);
+      const from = Math.floor(Number(w.startNs / 1000000n) / 1000);
+      q.search = new URLSearchParams({
+        name: appName,
+        from: String(from),
+        until: String(Math.max(from + 1, Math.round(Number(w.startNs / 1000000n) / 1000 + w.durationNs / 1e9))),
+        format: 'pprof',
+        sampleRate: String(this.#options.frequency),
+        spyName: 'node-libbpf',
+      }).toString();
+      const form = new FormData();
+      form.append('profile', new Blob([w.pprof(kind)], { type: 'application/octet-stream' }), 'profile.pprof');
+      if (kind === 'offCpu') form.append('sample_type_config', new Blob([JSON.stringify(OFFCPU_SAMPLE_TYPES)], { type: 'application/json' }), 'sample_type_config.json');
+      let res;
+      try {
+        res = await fetch(q, { method: 'POST', body: form, headers, signal: AbortSignal.timeout(30000) });
+      } catch (err) {
+        const e = codedError('ERR_BPF_PUSH', `POST ${q.origin}${q.pathname}: ${err.cause?.message ?? err.message}`);
+        e.cause = err;
+        throw e;
+      }
+      await res.arrayBuffer();
+      if (!res.ok) throw codedError('ERR_BPF_PUSH', `POST ${q.origin}${q.pathname}: HTTP ${res.status}`);
+      state.pushed++;
+    };
+    const loop = (async () => {
+      while (!state.stopped && !this.closed) {
+        let w;
+        try {
+          w = await this.#collect({ seconds: every, signal: stopper.signal }, `a push to ${base.origin}`);
+        } catch (err) {
+          if (this.closed) break;
+          state.errors++;
+          report(err);
+          await new Promise((r) => setTimeout(r, 1000));
+          continue;
+        }
+        for (const kind of kinds) {
+          try {
+            await send(w, kind);
+          } catch (err) {
+            state.errors++;
+            report(err);
+          }
+        }
+      }
+    })();
+    const handle = {
+      get pushed() {
+        return state.pushed;
+      },
+      get errors() {
+        return state.errors;
+      },
+      /** Ends the running window, pushes it, and resolves when the loop is done. */
+      stop: () => {
+        state.stopped = true;
+        stopper.abort();
+        this.#pushes.delete(handle);
+        return loop;
+      },
+    };
+    this.#pushes.add(handle);
+    return handle;
+  }
+
+  /** Ends any window and push, detaches and frees everything. Idempotent. */
+  close() {
+    if (this.closed) return;
+    forgotten.unregister(this);
+    for (const p of this.#pushes) p.stop();
+    this.#abort?.();
+    this.#obj.close();
+  }
+}
+
+const TRACING_FRAME = /^(bpf_prog_|bpf_trace_run|__traceiter_|__bpf_trace_|bpf_dispatcher)/;
+const KERNEL_MAPPING = { start: 0, end: 0, offset: 0, path: '[kernel]', file: false };
+const LOST = { name: '[lost stack]', kind: 'lost', label: '[lost stack]' };
+/** Pyroscope's sample type configuration of the off-CPU profile (its ingest API, format=pprof). */
+const OFFCPU_SAMPLE_TYPES = {
+  off_cpu: { units: 'samples', aggregation: 'sum', 'display-name': 'off_cpu_nanoseconds', sampled: false },
+  intervals: { units: 'samples', aggregation: 'sum', 'display-name': 'off_cpu_intervals', sampled: false },
+};
+
+/** Starts a profiler of this process (loads its programs; windows sample). */
+function profile(options) {
+  return new Profiler(options);
+}
+
+module.exports = { profile, Profiler, ProfileWindow, threadKind, DEFAULT_FREQUENCY, MAX_FREQUENCY, OFFCPU_SAMPLE_TYPES };
