@@ -38,7 +38,9 @@ export {
   elfSymbols,
   errnoName,
   features,
+  fentryCanAttach,
   flameGraph,
+  kprobeExists,
   libraryThreads,
   syscallNames,
 } from './binding'
