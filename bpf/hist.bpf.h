@@ -29,7 +29,15 @@ static __always_inline __u32 log2_64(__u64 v)
 /* slot 0: value 0; slot k (k >= 1): [2^(k-1), 2^k), i.e. v's bit length */
 static __always_inline __u32 log2_slot(__u64 v)
 {
-	return v ? log2_64(v) + 1 : 0;
+	__u64 slot = v ? log2_64(v) + 1 : 0;
+
+	/* slot <= 64, which clang knows (it drops the callers' bounds checks)
+	 * but older verifiers (5.10: an OR with a register loses the bounds)
+	 * do not: a check they see, on the register itself */
+	barrier_var(slot);
+	if (slot > 64)
+		slot = 64;
+	return slot;
 }
 
 /* slot 0: below min; slot k (1..n): [min + (k-1)*step, min + k*step); slot n + 1: max and above */
