@@ -36,6 +36,18 @@ export declare class BpfLink {
  * (or its name).
  */
 export declare class BpfProgram {
+  /**
+   * Before load: the kernel function (or, for `tp_btf`, the tracepoint)
+   * an fentry, fexit, fmod_ret, tp_btf or lsm program attaches to, in place
+   * of the one its `SEC()` names (libbpf's `bpf_program__set_attach_target`).
+   * One program then serves whichever of several functions this kernel has,
+   * as libbpf-tools' cachestat does with `fentryCanAttach`. Throws
+   * ERR_BPF_UNKNOWN_NAME when the kernel's BTF has no such function,
+   * ERR_INVALID_ARG_TYPE for other kinds of program (they take their
+   * target when they attach: `attachKprobe(func, prog)`), ERR_BPF_READ_ONLY
+   * once the object is loaded.
+   */
+  setAttachTarget(funcName: string): void
   /** The C function name. */
   get name(): string
   /** The ELF section (`SEC("...")`), e.g. `tp/syscalls/sys_enter_openat`. */
@@ -153,9 +165,11 @@ export declare class NativeMap {
 export declare class ObjectHandle {
   /**
    * Attaches a program to the entry of kernel function `funcName`. The
-   * article's names (`sys_enter_openat`) map to the syscall's function
-   * (`__x64_sys_openat`). On a kernel without kprobes this throws ENOTSUP
-   * naming the tracepoint to use instead.
+   * article's names (`sys_enter_openat`, `sys_exit_openat`) attach to the
+   * syscall's function through libbpf's ksyscall, which finds its name on
+   * this kernel (`__x64_sys_openat`, `__arm64_sys_openat`, ...): the link's
+   * target is then `ksyscall openat`. On a kernel without kprobes this
+   * throws ENOTSUP naming the tracepoint to use instead.
    */
   attachKprobe(funcName: string, prog: BpfProgram | string, options?: AttachOptions | undefined | null): BpfLink
   /**
@@ -454,6 +468,16 @@ export interface Features {
 }
 
 /**
+ * Whether an fentry (or fexit) program can attach to the kernel function
+ * `funcName` (of vmlinux), as libbpf-tools' `fentry_can_attach()` asks:
+ * the kernel's BTF has it and the kernel loads a tiny fentry program on it.
+ * False on kernels that refuse fentry (`features().fentry`). For choosing,
+ * before load, between an fentry program (`prog.setAttachTarget(funcName)`)
+ * and a kprobe (`kprobeExists`).
+ */
+export declare function fentryCanAttach(funcName: string): boolean
+
+/**
  * A flame graph (SVG) of folded stacks: one `frame;frame;frame count` per
  * line, root first, as `stackcount --folded` prints them (inferno).
  */
@@ -502,6 +526,15 @@ export interface IteratorOptions {
    */
   maxBytes?: number
 }
+
+/**
+ * Whether a kprobe can attach to the kernel function `funcName`, as
+ * libbpf-tools' `kprobe_exists()` asks: the kernel has kprobes
+ * (`features().kprobes`) and lists the function in tracefs's
+ * `available_filter_functions` (where tracefs is mounted and readable;
+ * else /proc/kallsyms). The list is read once per process.
+ */
+export declare function kprobeExists(funcName: string): boolean
 
 /** A thread node-libbpf runs in this process. */
 export interface LibraryThread {
@@ -585,6 +618,12 @@ export interface PerfEventOptions {
    */
   cpu?: number
 }
+
+/**
+ * How many CPUs this machine can have (libbpf's count, from
+ * /sys/devices/system/cpu/possible): how many values a per-CPU map holds.
+ */
+export declare function possibleCpus(): number
 
 /** A program's counters in the kernel (`prog.stats`). */
 export interface ProgramStats {

@@ -41,7 +41,9 @@ export {
   elfSymbols,
   errnoName,
   features,
+  fentryCanAttach,
   flameGraph,
+  kprobeExists,
   libraryThreads,
   syscallNames,
 } from './binding'

@@ -10,7 +10,7 @@
  * use. Every export is a plain name, so that `import { loadBpfProgram } from
  * 'node-libbpf'` works from ES modules too.
  */
-const { BpfProgram, BpfLink, features, libraryThreads, Symbolizer, elfSymbols, dwarfMemberOffset, flameGraph, errnoName, syscallNames } = require('./lib/native');
+const { BpfProgram, BpfLink, features, fentryCanAttach, kprobeExists, libraryThreads, Symbolizer, elfSymbols, dwarfMemberOffset, flameGraph, errnoName, syscallNames } = require('./lib/native');
 const { BpfObject, loadBpfProgram } = require('./lib/object');
 const { BpfMap } = require('./lib/map');
 const { EventBuffer } = require('./lib/buffer');
@@ -29,6 +29,8 @@ module.exports = {
   BpfProgram,
   BpfLink,
   features,
+  fentryCanAttach,
+  kprobeExists,
   monitor,
   Monitor,
   profile,

@@ -140,3 +140,45 @@ for (const [kind, flags] of KINDS.length ? KINDS : [['fentry or kprobes', []]]) 
     assert.ok(warm.ratio >= 90, `warm hit ratio ${warm.ratio}%`);
   });
 }
+
+test("cachestat.bpf.o: one fentry program per event, retargeted to each of its functions this kernel's BTF has", (t) => {
+  const { objectPath } = require('../lib/objects');
+  // the functions examples/cachestat.js probes, by program
+  const FUNCTIONS = {
+    accessed: ['folio_mark_accessed', 'mark_page_accessed'],
+    added: ['filemap_add_folio', 'add_to_page_cache_lru'],
+    dirtied: ['folio_account_dirtied', 'account_page_dirtied'],
+    buffer_dirtied: ['mark_buffer_dirty'],
+  };
+  let retargeted = 0;
+  for (const [program, functions] of Object.entries(FUNCTIONS)) {
+    for (const func of functions) {
+      const obj = bpf.loadBpfProgram(objectPath('cachestat'));
+      try {
+        const prog = obj.programs[`fentry_${program}`];
+        assert.strictEqual(prog.autoload, false, 'SEC("?fentry/..."): left out unless chosen');
+        try {
+          prog.setAttachTarget(func);
+        } catch (e) {
+          // a name of another kernel version
+          assert.strictEqual(e.code, 'ERR_BPF_UNKNOWN_NAME', e.message);
+          t.diagnostic(`${func}: not in this kernel's BTF`);
+          continue;
+        }
+        prog.autoload = true;
+        retargeted++;
+        if (features.fentry) {
+          obj.load();
+          assert.strictEqual(obj.attach(prog).attached, true);
+        } else {
+          // refused for being fentry, not for the target (EPERM at load on this kernel)
+          assert.throws(() => obj.load(), (e) => e.code === 'ENOTSUP' && /refuses fentry programs at load time/.test(e.message) && e.message.includes(`'fentry_${program}'`));
+        }
+      } finally {
+        obj.close();
+      }
+    }
+  }
+  // every kernel has one name of each but dirtied (inlined on some: its tracepoint)
+  assert.ok(retargeted >= 3, `${retargeted} functions found`);
+});

@@ -47,3 +47,14 @@ test('a per-CPU array of structs, written by the program, one value per CPU', (t
   assert.strictEqual(ours.pid, process.pid);
   assert.ok(ours.ret >= 0 && ours.duration_ns > 0n);
 });
+
+test("per-CPU maps hold libbpf's count of possible CPUs: /sys/devices/system/cpu/possible's highest CPU + 1", () => {
+  const native = require('../lib/native');
+  const { possibleCpus } = require('../lib/map');
+  // "0-3", "0,2-5": the highest CPU number, plus one
+  const text = fs.readFileSync('/sys/devices/system/cpu/possible', 'utf8').trim();
+  const highest = Math.max(...text.split(',').map((part) => Number(part.split('-').pop())));
+  assert.strictEqual(native.possibleCpus(), highest + 1, `possible: ${text}`);
+  assert.strictEqual(possibleCpus(), native.possibleCpus());
+  assert.strictEqual(bpf.features().possibleCpus, native.possibleCpus());
+});

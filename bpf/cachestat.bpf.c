@@ -1,10 +1,14 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* cachestat: page-cache accesses, additions (misses) and dirtied pages, as
  * bcc's and libbpf-tools' cachestat count them, system-wide or for one
- * process. The functions differ between kernels (folio_* since 5.16), so
- * every variant is here, as fentry and as kprobe, none loaded unless user
- * space asks (SEC("?...")): examples/cachestat.js loads those of the
- * functions this kernel has, fentry where it allows it, else kprobes. */
+ * process. The functions differ between kernels (folio_* since 5.16), so,
+ * as libbpf-tools' cachestat, there is one fentry and one kprobe program
+ * per event, none loaded unless user space asks (SEC("?...")):
+ * examples/cachestat.js probes each function (fentryCanAttach,
+ * kprobeExists) and loads the fentry program retargeted to the function
+ * this kernel has (setAttachTarget), or the kprobe program, attached to it;
+ * for dirtied pages, the writeback tracepoint where the functions are
+ * inlined. */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
@@ -24,29 +28,31 @@ static __always_inline int count(enum cachestat_event event)
 	return 0;
 }
 
-#define CACHESTAT_PROBES(func, event)					\
-	SEC("?fentry/" #func)						\
-	int BPF_PROG(fentry_##func) { return count(event); }		\
-	SEC("?kprobe/" #func)						\
-	int BPF_KPROBE(kprobe_##func) { return count(event); }
+/* SEC() names the newest function: user space retargets or attaches to the one found */
+SEC("?fentry/folio_mark_accessed")
+int BPF_PROG(fentry_accessed) { return count(CACHESTAT_ACCESSED); }
+SEC("?kprobe/folio_mark_accessed")
+int BPF_KPROBE(kprobe_accessed) { return count(CACHESTAT_ACCESSED); }
 
-CACHESTAT_PROBES(folio_mark_accessed, CACHESTAT_ACCESSED)
-CACHESTAT_PROBES(mark_page_accessed, CACHESTAT_ACCESSED)
-CACHESTAT_PROBES(filemap_add_folio, CACHESTAT_ADDED)
-CACHESTAT_PROBES(add_to_page_cache_lru, CACHESTAT_ADDED)
-CACHESTAT_PROBES(folio_account_dirtied, CACHESTAT_DIRTIED)
-CACHESTAT_PROBES(account_page_dirtied, CACHESTAT_DIRTIED)
-CACHESTAT_PROBES(mark_buffer_dirty, CACHESTAT_BUFFER_DIRTIED)
+SEC("?fentry/filemap_add_folio")
+int BPF_PROG(fentry_added) { return count(CACHESTAT_ADDED); }
+SEC("?kprobe/filemap_add_folio")
+int BPF_KPROBE(kprobe_added) { return count(CACHESTAT_ADDED); }
 
-/* where the dirtying function is inlined: the tracepoint it fires */
+SEC("?fentry/folio_account_dirtied")
+int BPF_PROG(fentry_dirtied) { return count(CACHESTAT_DIRTIED); }
+SEC("?kprobe/folio_account_dirtied")
+int BPF_KPROBE(kprobe_dirtied) { return count(CACHESTAT_DIRTIED); }
+
+SEC("?fentry/mark_buffer_dirty")
+int BPF_PROG(fentry_buffer_dirtied) { return count(CACHESTAT_BUFFER_DIRTIED); }
+SEC("?kprobe/mark_buffer_dirty")
+int BPF_KPROBE(kprobe_buffer_dirtied) { return count(CACHESTAT_BUFFER_DIRTIED); }
+
+/* where the dirtying function is inlined: the tracepoint it fires
+ * (writeback_dirty_folio, or writeback_dirty_page before 5.16) */
 SEC("?tp/writeback/writeback_dirty_folio")
-int tp_writeback_dirty_folio(void *ctx)
-{
-	return count(CACHESTAT_DIRTIED);
-}
-
-SEC("?tp/writeback/writeback_dirty_page")
-int tp_writeback_dirty_page(void *ctx)
+int tp_dirtied(void *ctx)
 {
 	return count(CACHESTAT_DIRTIED);
 }

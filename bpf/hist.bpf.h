@@ -5,15 +5,38 @@
 
 #define LOG2_SLOTS 65
 
-/* slot 0: value 0; slot k (k >= 1): [2^(k-1), 2^k) */
+/* floor(log2(v)) of v > 0, without a loop (libbpf-tools' bits.bpf.h):
+ * halves the range of the highest set bit at each step; 0 for v = 0 */
+static __always_inline __u32 log2_32(__u32 v)
+{
+	__u32 shift, r;
+
+	r = (v > 0xFFFF) << 4; v >>= r;
+	shift = (v > 0xFF) << 3; v >>= shift; r |= shift;
+	shift = (v > 0xF) << 2; v >>= shift; r |= shift;
+	shift = (v > 0x3) << 1; v >>= shift; r |= shift;
+	r |= (v >> 1);
+	return r;
+}
+
+static __always_inline __u32 log2_64(__u64 v)
+{
+	__u32 hi = v >> 32;
+
+	return hi ? log2_32(hi) + 32 : log2_32(v);
+}
+
+/* slot 0: value 0; slot k (k >= 1): [2^(k-1), 2^k), i.e. v's bit length */
 static __always_inline __u32 log2_slot(__u64 v)
 {
-	__u32 slot = 0;
+	__u64 slot = v ? log2_64(v) + 1 : 0;
 
-	for (int i = 0; i < 64 && v; i++) {
-		v >>= 1;
-		slot++;
-	}
+	/* slot <= 64, which clang knows (it drops the callers' bounds checks)
+	 * but older verifiers (5.10: an OR with a register loses the bounds)
+	 * do not: a check they see, on the register itself */
+	barrier_var(slot);
+	if (slot > 64)
+		slot = 64;
 	return slot;
 }
 

@@ -1,9 +1,9 @@
 'use strict';
 // Page-cache hits, misses and dirtied pages, and the hit ratio, per
 // interval, system-wide or for one process, as bcc's cachestat. Counted in
-// the kernel by fentry programs (or kprobes where the kernel refuses fentry)
-// on the page-cache functions, chosen at load among the names that differ
-// between kernel versions. Needs root, and kprobes or fentry.
+// the kernel by fentry programs (or kprobes where fentry cannot attach) on
+// the page-cache functions, chosen per function at load among the names
+// that differ between kernel versions. Needs root, and kprobes or fentry.
 //   npx node-libbpf cachestat [-p PID | --demo] [-i S] [-d S] [-j] [--kprobes]
 //
 // As bcc counts them: accesses = mark_page_accessed - mark_buffer_dirty,
@@ -19,30 +19,28 @@ const { ReportClock } = require('../lib/report');
 const { run } = require('../lib/run');
 const { objectPath } = require('../lib/objects');
 const { configureCgroup } = require('../lib/cgroup');
-
-/** The functions of each event, newest name first (folio_* since 5.16); dirtied: the tracepoints where the functions are inlined. */
-const EVENTS = {
-  accessed: { functions: ['folio_mark_accessed', 'mark_page_accessed'] },
-  added: { functions: ['filemap_add_folio', 'add_to_page_cache_lru'] },
-  dirtied: { functions: ['folio_account_dirtied', 'account_page_dirtied'], tracepoints: ['writeback_dirty_folio', 'writeback_dirty_page'] },
-  bufferDirtied: { functions: ['mark_buffer_dirty'] },
-};
-
-/** The kernel's function names (/proc/kallsyms: text symbols). */
-function kernelFunctions() {
-  const names = new Set();
-  for (const line of fs.readFileSync('/proc/kallsyms', 'utf8').split('\n')) {
-    const [, type, name] = line.split(' ');
-    if (type === 't' || type === 'T') names.add(name);
-  }
-  return names;
-}
+const { chooseKernelProbe } = require('../lib/probes');
 
 /**
- * Chooses, before load, a program for each event: fentry where the kernel
- * allows it, else (or with `kprobes`) kprobes; the first of its functions this kernel has, else
- * its tracepoint. Returns `{ kind, chosen: { event: 'function' } }`; ENOTSUP
- * on a kernel with neither kprobes nor fentry.
+ * The events, their programs (bpf/cachestat.bpf.c: `fentry_<program>`,
+ * `kprobe_<program>`) and their functions, newest name first (folio_* since
+ * 5.16); dirtied: the tracepoints where the functions are inlined.
+ */
+const EVENTS = {
+  accessed: { program: 'accessed', functions: ['folio_mark_accessed', 'mark_page_accessed'] },
+  added: { program: 'added', functions: ['filemap_add_folio', 'add_to_page_cache_lru'] },
+  dirtied: { program: 'dirtied', functions: ['folio_account_dirtied', 'account_page_dirtied'], tracepoints: ['writeback_dirty_folio', 'writeback_dirty_page'] },
+  bufferDirtied: { program: 'buffer_dirtied', functions: ['mark_buffer_dirty'] },
+};
+
+/**
+ * Chooses, before load, a program for each event, function by function as
+ * libbpf-tools' cachestat does: the fentry program retargeted to the first
+ * function fentry can attach to (not with `kprobes`), else the kprobe
+ * program for the first one a kprobe can; else its tracepoint. Returns `{
+ * event: { kind, func } }` (kind `fentry`, `kprobe` or `tracepoint`, func
+ * `writeback:<name>` for a tracepoint); ENOTSUP on a kernel with neither
+ * kprobes nor fentry.
  */
 function choosePrograms(obj, { kprobes = false } = {}) {
   const features = bpf.features();
@@ -53,19 +51,42 @@ function choosePrograms(obj, { kprobes = false } = {}) {
       code: 'ENOTSUP',
     });
   }
-  const kind = features.fentry && !kprobes ? 'fentry' : 'kprobe';
-  const have = kernelFunctions();
   const root = features.tracefs; // where tracefs is mounted (never mounted by node-libbpf), or undefined
   const chosen = {};
-  for (const [event, { functions, tracepoints = [] }] of Object.entries(EVENTS)) {
-    const func = functions.find((f) => have.has(f));
-    const tp = !func && tracepoints.find((t) => root && fs.existsSync(path.join(root, 'events', 'writeback', t)));
-    if (func) obj.programs[`${kind}_${func}`].autoload = true;
-    else if (tp) obj.programs[`tp_${tp}`].autoload = true;
-    else throw Object.assign(new Error(`this kernel has none of ${[...functions, ...tracepoints].join(', ')}: cachestat cannot count ${event}`), { code: 'ENOTSUP' });
-    chosen[event] = func || `writeback:${tp}`;
+  for (const [event, { program, functions, tracepoints = [] }] of Object.entries(EVENTS)) {
+    const probe = chooseKernelProbe(functions, { kprobes });
+    const tp = !probe && tracepoints.find((t) => root && fs.existsSync(path.join(root, 'events', 'writeback', t)));
+    if (probe?.kind === 'fentry') obj.programs[`fentry_${program}`].setAttachTarget(probe.func);
+    if (probe) obj.programs[`${probe.kind}_${program}`].autoload = true;
+    else if (tp) obj.programs.tp_dirtied.autoload = true;
+    else {
+      const ways = kprobes ? 'kprobes' : 'fentry or kprobes';
+      throw Object.assign(new Error(`cachestat cannot count ${event}: this kernel has none of ${functions.join(', ')} for ${ways}${tracepoints.length ? `, nor the tracepoints writeback:${tracepoints.join(', writeback:')}` : ''}`), {
+        code: 'ENOTSUP',
+      });
+    }
+    chosen[event] = probe ?? { kind: 'tracepoint', func: `writeback:${tp}` };
   }
-  return { kind, chosen };
+  return chosen;
+}
+
+/** Attaches the programs `choosePrograms` chose, after load. */
+function attachPrograms(obj, chosen) {
+  for (const [event, { kind, func }] of Object.entries(chosen)) {
+    const { program } = EVENTS[event];
+    if (kind === 'fentry') obj.attach(`fentry_${program}`);
+    else if (kind === 'kprobe') obj.attachKprobe(func, `kprobe_${program}`);
+    else obj.attachTracepoint('writeback', func.split(':')[1], 'tp_dirtied');
+  }
+}
+
+/** `fentry: a, b; kprobe: c; tracepoint: writeback:d`: what counts each event. */
+function describe(chosen) {
+  const byKind = (kind) => Object.values(chosen).filter((c) => c.kind === kind).map((c) => c.func);
+  return ['fentry', 'kprobe', 'tracepoint']
+    .filter((kind) => byKind(kind).length)
+    .map((kind) => `${kind}: ${byKind(kind).join(', ')}`)
+    .join('; ');
 }
 
 /** hits, misses, dirties and the hit ratio (%) from the kernel's counts, as libbpf-tools' cachestat computes them. */
@@ -109,9 +130,9 @@ async function main() {
     obj = bpf.loadBpfProgram(objectPath('cachestat'));
     obj.setGlobalVariable('target_pid', target.kernelPid ?? 0);
     configureCgroup(obj, opts);
-    const { kind, chosen } = choosePrograms(obj, { kprobes: opts.kprobes });
+    const chosen = choosePrograms(obj, { kprobes: opts.kprobes });
     obj.load();
-    for (const prog of Object.values(obj.programs).filter((p) => p.autoload)) obj.attach(prog);
+    attachPrograms(obj, chosen);
     const read = () => obj.getGlobalVariable('counts', { int64: 'number' });
     let last = read();
     const since = () => {
@@ -124,7 +145,7 @@ async function main() {
     if (!opts.json) console.log(COLUMNS.map((c) => c.padStart(c.length + 2)).join(' '));
     // said by untilStopped once its signal handlers are in place (a SIGINT
     // sent on seeing the line killed the tool before, under TCG's timing)
-    const banner = `Tracing the page cache of ${target.pid === undefined ? 'every process' : `pid ${target.pid}`} (${kind}: ${Object.values(chosen).join(', ')})... Ctrl+C to end.`;
+    const banner = `Tracing the page cache of ${target.pid === undefined ? 'every process' : `pid ${target.pid}`} (${describe(chosen)})... Ctrl+C to end.`;
     await untilStopped(opts, target, () => printRow(opts, clock.next(), cacheStats(since())), banner);
     const end = read();
     printRow(opts, clock.end(), cacheStats(end.map((n, i) => n - first[i])));

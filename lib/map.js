@@ -7,19 +7,16 @@
  * give an array with one value per possible CPU; stack-trace maps give
  * arrays of instruction addresses.
  */
-const fs = require('fs');
 const codec = require('./codec');
 const { EventBuffer } = require('./buffer');
 const validate = require('./validate');
+const native = require('./native');
 
 let cpus;
 
-/** How many values a per-CPU map holds: the possible CPUs (`0-3` -> 4). */
+/** How many values a per-CPU map holds: the possible CPUs, as libbpf counts them. */
 function possibleCpus() {
-  if (cpus === undefined) {
-    const text = fs.readFileSync('/sys/devices/system/cpu/possible', 'utf8').trim();
-    cpus = Math.max(...text.split(',').map((part) => Number(part.split('-').pop()))) + 1;
-  }
+  if (cpus === undefined) cpus = native.possibleCpus();
   return cpus;
 }
 

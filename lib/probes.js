@@ -296,4 +296,25 @@ function noSlot(obj, program, i) {
   );
 }
 
-module.exports = { parseSpec, globRegExp, tracefsRoot, listTracepoints, resolveLibrary, listFunctions, listKernelFunctions, expand, attach };
+/**
+ * How to probe one of a few kernel functions that do one job under
+ * different names across kernel versions (newest first), chosen per
+ * function as libbpf-tools does: the first function that an fentry program
+ * can attach to (`bpf.fentryCanAttach`; not with `kprobes`), or that a
+ * kprobe can (`bpf.kprobeExists`). `{ kind: 'fentry' | 'kprobe', func }`,
+ * or undefined when none can. Then, before load, retarget the fentry
+ * program (`prog.setAttachTarget(func)`) or attach the kprobe program to
+ * `func` (`obj.attachKprobe(func, prog)`). `bpf`: the addon.
+ * @param {string[]} functions
+ * @param {{ kprobes?: boolean, bpf?: { fentryCanAttach(func: string): boolean, kprobeExists(func: string): boolean } }} [options]
+ * @returns {{ kind: 'fentry' | 'kprobe', func: string } | undefined}
+ */
+function chooseKernelProbe(functions, { kprobes = false, bpf = native } = {}) {
+  for (const func of functions) {
+    if (!kprobes && bpf.fentryCanAttach(func)) return { kind: 'fentry', func };
+    if (bpf.kprobeExists(func)) return { kind: 'kprobe', func };
+  }
+  return undefined;
+}
+
+module.exports = { parseSpec, globRegExp, tracefsRoot, listTracepoints, resolveLibrary, listFunctions, listKernelFunctions, expand, attach, chooseKernelProbe };

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use libbpf_rs::{Link, ProgramMut, ProgramType, TracepointCategory, TracepointOpts, UprobeOpts, UsdtOpts};
+use libbpf_rs::{AsRawLibbpf, Link, ProgramMut, ProgramType, TracepointCategory, TracepointOpts, UprobeOpts, UsdtOpts};
 use napi::bindgen_prelude::{BigInt, Either};
 use napi_derive::napi;
 
@@ -13,7 +13,8 @@ use crate::{
   kernel, options,
   object::{program_name, ObjectHandle, ProgramArg},
   perf_event,
-  state::{borrow, Shared},
+  program::BpfProgram,
+  state::{borrow, Shared, Stage},
 };
 
 /// An attachment of a program; `detach()` removes it from the kernel.
@@ -162,24 +163,63 @@ impl ObjectHandle {
   fn kprobe(&self, func: String, prog: ProgramArg<'_>, retprobe: bool, options: Option<AttachOptions>) -> BpfResult<BpfLink> {
     let kind = if retprobe { "kretprobe" } else { "kprobe" };
     let cookie = cookie(if retprobe { "attachKretprobe" } else { "attachKprobe" }, &options.unwrap_or_default().cookie)?;
-    // the article's names (sys_enter_openat) are tracepoints, not functions
-    let function = match func.strip_prefix("sys_enter_").or_else(|| func.strip_prefix("sys_exit_")) {
-      Some(syscall) => kernel::syscall_function(syscall),
-      None => func.clone(),
-    };
+    // the article's names (sys_enter_openat) are tracepoints, not functions:
+    // libbpf's ksyscall finds the syscall's function on this kernel
+    if let Some(syscall) = func.strip_prefix("sys_enter_").or_else(|| func.strip_prefix("sys_exit_")) {
+      return self.ksyscall(&func, syscall, prog, retprobe, cookie);
+    }
     let opts = libbpf_rs::KprobeOpts { cookie, ..Default::default() };
-    self.attach_with(&prog, format!("{kind} {function}"), KPROBE, |p| {
-      match p.attach_kprobe_with_opts(retprobe, &function, opts) {
+    self.attach_with(&prog, format!("{kind} {func}"), KPROBE, |p| {
+      match p.attach_kprobe_with_opts(retprobe, &func, opts) {
         Ok(link) => Ok(vec![link]),
-        Err(e) if !kernel::kprobes_available() => Err(kprobes_unavailable(&func, &function, retprobe, &e)),
+        Err(e) if !kernel::kprobes_available() => Err(kprobes_unavailable(&func, &format!("{kind} {func}"), retprobe, &e)),
         Err(e) => Err(match crate::error::errno_of(&e) {
           Some(libc::ENOENT) | Some(libc::EINVAL) => BpfError::new(
             Code::UnknownName,
-            format!("{function} is not a kernel function that can be probed (see /proc/kallsyms and {}/available_filter_functions)",
+            format!("{func} is not a kernel function that can be probed (see /proc/kallsyms and {}/available_filter_functions)",
               kernel::tracefs_root().unwrap_or("/sys/kernel/tracing")),
           ),
           _ => BpfError::libbpf(Code::Attach, kind, &e),
         }),
+      }
+    })
+  }
+
+  /// A kprobe on the entry or return of `syscall`, through libbpf's
+  /// `bpf_program__attach_ksyscall`: it probes the kernel for the syscall
+  /// wrappers and their prefix (`__x64_sys_`, `__arm64_sys_`, ..., or
+  /// `sys_` where there are none). `func`: the name the caller gave.
+  fn ksyscall(&self, func: &str, syscall: &str, prog: ProgramArg<'_>, retprobe: bool, cookie: u64) -> BpfResult<BpfLink> {
+    let what = format!("{} {syscall}", if retprobe { "kretsyscall" } else { "ksyscall" });
+    let name = std::ffi::CString::new(syscall)
+      .map_err(|_| BpfError::new(Code::InvalidValue, format!("attachKprobe: {func:?} has a NUL byte")))?;
+    self.attach_with(&prog, what.clone(), KPROBE, |p| {
+      let opts = libbpf_sys::bpf_ksyscall_opts {
+        sz: std::mem::size_of::<libbpf_sys::bpf_ksyscall_opts>() as _,
+        bpf_cookie: cookie,
+        retprobe,
+        ..Default::default()
+      };
+      // SAFETY: a program of a loaded object (the state lock is held), a
+      // NUL-terminated name and options that outlive the call.
+      let link = unsafe { libbpf_sys::bpf_program__attach_ksyscall(p.as_libbpf_object().as_ptr(), name.as_ptr(), &opts) };
+      match std::ptr::NonNull::new(link) {
+        // SAFETY: a link libbpf made and gave to us, owned by the Link from here on.
+        Some(link) => Ok(vec![unsafe { Link::from_ptr(link) }]),
+        None => {
+          let e = libbpf_rs::Error::from(std::io::Error::last_os_error());
+          Err(if !kernel::kprobes_available() {
+            kprobes_unavailable(func, &what, retprobe, &e)
+          } else {
+            match crate::error::errno_of(&e) {
+              Some(libc::ENOENT) | Some(libc::EINVAL) => BpfError::new(
+                Code::UnknownName,
+                format!("{syscall} is not a syscall of this kernel that can be probed ({func}; see /proc/kallsyms)"),
+              ),
+              _ => BpfError::libbpf(Code::Attach, &what, &e),
+            }
+          })
+        }
       }
     })
   }
@@ -222,7 +262,8 @@ impl ObjectHandle {
 }
 
 /// The ENOTSUP error of a kprobe on a kernel without kprobes.
-fn kprobes_unavailable(func: &str, function: &str, retprobe: bool, e: &libbpf_rs::Error) -> BpfError {
+/// `probe`: what could not attach (`kprobe do_sys_openat2`, `ksyscall openat`).
+fn kprobes_unavailable(func: &str, probe: &str, retprobe: bool, e: &libbpf_rs::Error) -> BpfError {
   let instead = match kernel::tracepoint_instead_of(func, retprobe) {
     Some((category, name)) => format!(
       "; use the tracepoint {category}:{name} instead: obj.attachTracepoint('{category}', '{name}', prog) with a SEC(\"tp/{category}/{name}\") program"
@@ -232,8 +273,7 @@ fn kprobes_unavailable(func: &str, function: &str, retprobe: bool, e: &libbpf_rs
   BpfError::new(
     Code::NotSupported,
     format!(
-      "kprobes are not available on this kernel (built without CONFIG_KPROBES: no kprobe PMU in /sys/bus/event_source/devices), so {} {function} cannot attach (libbpf: {e}){instead}",
-      if retprobe { "kretprobe" } else { "kprobe" }
+      "kprobes are not available on this kernel (built without CONFIG_KPROBES: no kprobe PMU in /sys/bus/event_source/devices), so {probe} cannot attach (libbpf: {e}){instead}"
     ),
   )
 }
@@ -259,9 +299,11 @@ fn resolve_binary(binary: &str) -> BpfResult<String> {
 #[napi]
 impl ObjectHandle {
   /// Attaches a program to the entry of kernel function `funcName`. The
-  /// article's names (`sys_enter_openat`) map to the syscall's function
-  /// (`__x64_sys_openat`). On a kernel without kprobes this throws ENOTSUP
-  /// naming the tracepoint to use instead.
+  /// article's names (`sys_enter_openat`, `sys_exit_openat`) attach to the
+  /// syscall's function through libbpf's ksyscall, which finds its name on
+  /// this kernel (`__x64_sys_openat`, `__arm64_sys_openat`, ...): the link's
+  /// target is then `ksyscall openat`. On a kernel without kprobes this
+  /// throws ENOTSUP naming the tracepoint to use instead.
   #[napi]
   pub fn attach_kprobe(
     &self,
@@ -562,7 +604,8 @@ impl ObjectHandle {
         p.attach().map(|l| vec![l]).map_err(|e| {
           if kprobe && !kernel::kprobes_available() {
             let func = section.split_once('/').map(|x| x.1).unwrap_or("");
-            return kprobes_unavailable(func, func, section.starts_with("kret"), &e);
+            let probe = format!("{} {func}", section.split_once('/').map(|x| x.0).unwrap_or("kprobe"));
+            return kprobes_unavailable(func, &probe, section.starts_with("kret"), &e);
           }
           BpfError::libbpf(Code::Attach, "auto-attach", &e)
         })
@@ -571,3 +614,60 @@ impl ObjectHandle {
   }
 }
 
+
+// (a block of its own, beside the attach calls, not in program.rs)
+#[napi]
+impl BpfProgram {
+  /// Before load: the kernel function (or, for `tp_btf`, the tracepoint)
+  /// an fentry, fexit, fmod_ret, tp_btf or lsm program attaches to, in place
+  /// of the one its `SEC()` names (libbpf's `bpf_program__set_attach_target`).
+  /// One program then serves whichever of several functions this kernel has,
+  /// as libbpf-tools' cachestat does with `fentryCanAttach`. Throws
+  /// ERR_BPF_UNKNOWN_NAME when the kernel's BTF has no such function,
+  /// ERR_INVALID_ARG_TYPE for other kinds of program (they take their
+  /// target when they attach: `attachKprobe(func, prog)`), ERR_BPF_READ_ONLY
+  /// once the object is loaded.
+  #[napi]
+  pub fn set_attach_target(&self, func_name: String) -> Result<()> {
+    guard(|| {
+      let mut state = borrow(&self.state)?;
+      let source = state.source.clone();
+      match &mut state.stage {
+        Stage::Open(open) => {
+          let mut prog = open.progs_mut().find(|p| p.name() == self.name.as_str()).expect("listed at open");
+          if !matches!(prog.prog_type(), ProgramType::Tracing | ProgramType::Lsm) {
+            let section = prog.section().to_string_lossy().into_owned();
+            return err(
+              Code::InvalidArg,
+              format!(
+                "program '{}' is a SEC(\"{section}\") program: setAttachTarget('{func_name}') retargets fentry, fexit, fmod_ret, \
+                 tp_btf and lsm programs; other programs take their target when they attach (attachKprobe('{func_name}', prog), \
+                 attachTracepoint, attachRawTracepoint, attachUprobe)",
+                self.name
+              ),
+            );
+          }
+          prog.set_attach_target(0, Some(func_name.clone())).map_err(|e| match crate::error::errno_of(&e) {
+            Some(libc::ESRCH) | Some(libc::ENOENT) => BpfError::new(
+              Code::UnknownName,
+              format!(
+                "program '{}': the kernel's BTF (/sys/kernel/btf/vmlinux) has no function or tracepoint '{func_name}' to attach to \
+                 (bpf.fentryCanAttach(name) tells before)",
+                self.name
+              ),
+            ),
+            _ => BpfError::libbpf(Code::InvalidValue, format!("program '{}': setAttachTarget('{func_name}')", self.name), &e),
+          })
+        }
+        Stage::Closed => state.closed(),
+        _ => err(
+          Code::ReadOnly,
+          format!(
+            "{source} is loaded already: call programs.{}.setAttachTarget() before load() and before the first attach or getMap()",
+            self.name
+          ),
+        ),
+      }
+    })
+  }
+}

@@ -146,16 +146,6 @@ pub fn syscall_of_kprobe_name(func: &str) -> Option<&str> {
   None
 }
 
-/// The kernel function behind a syscall on this architecture.
-pub fn syscall_function(syscall: &str) -> String {
-  #[cfg(target_arch = "x86_64")]
-  return format!("__x64_sys_{syscall}");
-  #[cfg(target_arch = "aarch64")]
-  return format!("__arm64_sys_{syscall}");
-  #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
-  return format!("sys_{syscall}");
-}
-
 /// The tracepoint to use instead of a kprobe on `func`, if one exists:
 /// `syscalls:sys_enter_X`/`sys_exit_X` for a syscall, else any tracepoint
 /// named like the function.
@@ -347,10 +337,21 @@ unsafe fn load_return_zero(prog_type: libbpf_sys::bpf_prog_type, attach_type: li
 
 /// Loads `return 0` as an fentry program on a kernel function.
 fn fentry_loads() -> bool {
-  let func = CString::new("do_sys_openat2").unwrap();
-  // SAFETY: plain libbpf calls with valid arguments; the fd is closed.
+  fentry_can_attach("do_sys_openat2")
+}
+
+/// Whether an fentry program can attach to `func`, as libbpf-tools'
+/// `fentry_can_attach()` finds out: the kernel's BTF has the function and
+/// the kernel loads an fentry program on it (`return 0`, closed at once).
+fn fentry_can_attach(func: &str) -> bool {
+  let Ok(name) = CString::new(func) else {
+    return false;
+  };
+  crate::libbpf_log::install();
+  // SAFETY: plain libbpf calls with valid arguments (a BTF id of vmlinux
+  // from libbpf itself); the fd is closed.
   unsafe {
-    let btf_id = libbpf_sys::libbpf_find_vmlinux_btf_id(func.as_ptr(), libbpf_sys::BPF_TRACE_FENTRY);
+    let btf_id = libbpf_sys::libbpf_find_vmlinux_btf_id(name.as_ptr(), libbpf_sys::BPF_TRACE_FENTRY);
     if btf_id <= 0 {
       return false;
     }
@@ -360,6 +361,64 @@ fn fentry_loads() -> bool {
     }
     fd >= 0
   }
+}
+
+/// Whether an fentry (or fexit) program can attach to the kernel function
+/// `funcName` (of vmlinux), as libbpf-tools' `fentry_can_attach()` asks:
+/// the kernel's BTF has it and the kernel loads a tiny fentry program on it.
+/// False on kernels that refuse fentry (`features().fentry`). For choosing,
+/// before load, between an fentry program (`prog.setAttachTarget(funcName)`)
+/// and a kprobe (`kprobeExists`).
+#[napi_derive::napi(js_name = "fentryCanAttach")]
+pub fn fentry_can_attach_js(func_name: String) -> bool {
+  fentry_can_attach(&func_name)
+}
+
+/// The kernel functions kprobes can attach to, read once: tracefs's
+/// `available_filter_functions` where tracefs is mounted and readable, else
+/// the text symbols of /proc/kallsyms (as libbpf-tools' `kprobe_exists()`).
+fn kprobe_functions() -> &'static std::collections::HashSet<String> {
+  static FUNCTIONS: std::sync::OnceLock<std::collections::HashSet<String>> = std::sync::OnceLock::new();
+  FUNCTIONS.get_or_init(|| {
+    let listed = tracefs_root()
+      .ok()
+      .and_then(|root| std::fs::read_to_string(Path::new(root).join("available_filter_functions")).ok());
+    match listed {
+      // "name" or "name [module]"
+      Some(text) => text.lines().filter_map(|l| l.split_whitespace().next()).map(str::to_string).collect(),
+      // "address type name [module]"
+      None => std::fs::read_to_string("/proc/kallsyms")
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| {
+          let mut fields = l.split_whitespace();
+          let (_, kind, name) = (fields.next()?, fields.next()?, fields.next()?);
+          matches!(kind, "t" | "T").then(|| name.to_string())
+        })
+        .collect(),
+    }
+  })
+}
+
+/// Whether a kprobe can attach to the kernel function `funcName`, as
+/// libbpf-tools' `kprobe_exists()` asks: the kernel has kprobes
+/// (`features().kprobes`) and lists the function in tracefs's
+/// `available_filter_functions` (where tracefs is mounted and readable;
+/// else /proc/kallsyms). The list is read once per process.
+#[napi_derive::napi(js_name = "kprobeExists")]
+pub fn kprobe_exists_js(func_name: String) -> bool {
+  kprobes_available() && kprobe_functions().contains(&func_name)
+}
+
+/// How many CPUs this machine can have (libbpf's count, from
+/// /sys/devices/system/cpu/possible): how many values a per-CPU map holds.
+#[napi_derive::napi(js_name = "possibleCpus")]
+pub fn possible_cpus_js() -> Result<u32> {
+  guard(|| {
+    libbpf_rs::num_possible_cpus()
+      .map(|n| n as u32)
+      .map_err(|e| crate::error::BpfError::libbpf(Code::Internal, "counting the possible CPUs", &e))
+  })
 }
 
 const TRACEPOINT: libbpf_sys::bpf_prog_type = libbpf_sys::BPF_PROG_TYPE_TRACEPOINT;
