@@ -41,6 +41,81 @@ const rethrow = (e) =>
   });
 
 /**
+ * The handler of records shorter than the decoded type (`(len)`): counted in
+ * `state.decodeErrors`, each given to `onError` as an ERR_BPF_SHORT_RECORD
+ * Error, or without `onError`, one process warning for the first.
+ */
+function shortRecords({ state, decode, typeName, onError }) {
+  let warned = false;
+  return (len) => {
+    state.decodeErrors++;
+    const err = new Error(`a record of ${len} bytes is shorter than ${typeName} (${decode.size} bytes): skipped`);
+    err.code = 'ERR_BPF_SHORT_RECORD';
+    if (onError) {
+      try {
+        onError(err);
+      } catch (e) {
+        rethrow(e);
+      }
+    } else if (!warned) {
+      warned = true;
+      process.emitWarning(`${err.message} (further ones are counted in buffer.decodeErrors)`, 'NodeLibbpfWarning');
+    }
+  };
+}
+
+/** The reporter of the doorbell's `[cpu, count, ...]` losses to the `lost` callback. */
+function lossReporter({ state, perCpu, lost }) {
+  return (losses) => {
+    if (!losses || !lost) return;
+    for (let i = 0; i < losses.length && !state.closed; i += 2) {
+      try {
+        if (perCpu) lost(losses[i], losses[i + 1]);
+        else lost(losses[i + 1]);
+      } catch (e) {
+        rethrow(e);
+      }
+    }
+  };
+}
+
+/** One call of a batch callback with the `n` records of a fill: `(data, ends[, cpus])`. */
+function deliverWhole(callback, perCpu, data, ends, cpus, n) {
+  try {
+    const bytes = data.subarray(0, ends[n - 1]);
+    if (perCpu) callback(bytes, ends.subarray(0, n), cpus.subarray(0, n));
+    else callback(bytes, ends.subarray(0, n));
+  } catch (e) {
+    rethrow(e);
+  }
+}
+
+/**
+ * The event loop must keep turning while records stream in: the records
+ * handed over in one turn of the loop get BUDGET_MS of it. Past that, the
+ * rest waits for a setImmediate() (timers and I/O run first) and the addon
+ * is paused meanwhile, so its queue fills and then drops and counts, as it
+ * does for any callback that cannot keep up. `start()` starts this turn's
+ * budget (once per turn), `spent()` says whether it is spent (also before
+ * `start()`).
+ */
+function turnBudget() {
+  let end = 0; // when this turn's budget is spent (0: not started)
+  const over = () => {
+    end = 0;
+  };
+  return {
+    start() {
+      if (end === 0) {
+        end = performance.now() + BUDGET_MS;
+        setImmediate(over);
+      }
+    },
+    spent: () => performance.now() > end,
+  };
+}
+
+/**
  * @param {object} o
  * @param {Function} o.callback `(record)`, `(cpu, record)` for perf buffers
  * @param {boolean} o.perCpu whether records carry a CPU (perf buffers)
@@ -56,33 +131,8 @@ const rethrow = (e) =>
  *   the doorbell until `resume`
  */
 function dispatcher({ callback, perCpu, decode, typeName, lost, onError, batch, state, flow }) {
-  let warned = false;
-  const short = (len) => {
-    state.decodeErrors++;
-    const err = new Error(`a record of ${len} bytes is shorter than ${typeName} (${decode.size} bytes): skipped`);
-    err.code = 'ERR_BPF_SHORT_RECORD';
-    if (onError) {
-      try {
-        onError(err);
-      } catch (e) {
-        rethrow(e);
-      }
-    } else if (!warned) {
-      warned = true;
-      process.emitWarning(`${err.message} (further ones are counted in buffer.decodeErrors)`, 'NodeLibbpfWarning');
-    }
-  };
-  const reportLosses = (losses) => {
-    if (!losses || !lost) return;
-    for (let i = 0; i < losses.length && !state.closed; i += 2) {
-      try {
-        if (perCpu) lost(losses[i], losses[i + 1]);
-        else lost(losses[i + 1]);
-      } catch (e) {
-        rethrow(e);
-      }
-    }
-  };
+  const short = shortRecords({ state, decode, typeName, onError });
+  const reportLosses = lossReporter({ state, perCpu, lost });
 
   // The buffers the addon fills, made at the first delivery and reused.
   let data = null;
@@ -130,21 +180,9 @@ function dispatcher({ callback, perCpu, decode, typeName, lost, onError, batch, 
     return new RawRecord(data.buffer, data.byteOffset + start, len);
   };
 
-  // The event loop must keep turning while records stream in: the records
-  // handed over in one turn of the loop get BUDGET_MS of it. Past that, the
-  // rest waits for a setImmediate() (timers and I/O run first) and the addon
-  // is paused meanwhile, so its queue fills and then drops and counts, as it
-  // does for any callback that cannot keep up.
-  let turnEnd = 0; // when this turn's budget is spent (0: not started)
-  const endTurn = () => {
-    turnEnd = 0;
-  };
-  const startTurn = () => {
-    if (turnEnd === 0) {
-      turnEnd = performance.now() + BUDGET_MS;
-      setImmediate(endTurn);
-    }
-  };
+  // The event loop must keep turning while records stream in (turnBudget);
+  // past the budget the addon is paused until a setImmediate().
+  const turn = turnBudget();
   let paused = false;
   const pause = () => {
     paused = true;
@@ -155,7 +193,7 @@ function dispatcher({ callback, perCpu, decode, typeName, lost, onError, batch, 
     paused = false;
     if (state.closed) return;
     flow.resume();
-    startTurn();
+    turn.start();
     pump();
   }
 
@@ -169,7 +207,7 @@ function dispatcher({ callback, perCpu, decode, typeName, lost, onError, batch, 
   function pump() {
     while (!state.closed) {
       if (next === count) {
-        if (performance.now() > turnEnd) return pause();
+        if (turn.spent()) return pause();
         count = fill();
         next = 0;
         start = 0;
@@ -184,13 +222,7 @@ function dispatcher({ callback, perCpu, decode, typeName, lost, onError, batch, 
     const n = count;
     next = count;
     state.received += n;
-    try {
-      const bytes = data.subarray(0, ends[n - 1]);
-      if (perCpu) callback(bytes, ends.subarray(0, n), cpus.subarray(0, n));
-      else callback(bytes, ends.subarray(0, n));
-    } catch (e) {
-      rethrow(e);
-    }
+    deliverWhole(callback, perCpu, data, ends, cpus, n);
   }
 
   /** Delivers the records from `next`; false when the turn's budget ran out first. */
@@ -198,7 +230,7 @@ function dispatcher({ callback, perCpu, decode, typeName, lost, onError, batch, 
     const first = next;
     while (next < count) {
       if (state.closed) return true;
-      if (next !== first && performance.now() > turnEnd) return false;
+      if (next !== first && turn.spent()) return false;
       deliverChunk(Math.min(count, next + CHUNK));
     }
     return true;
@@ -243,7 +275,7 @@ function dispatcher({ callback, perCpu, decode, typeName, lost, onError, batch, 
   return function dispatch(losses) {
     // paused: the rest is delivered on resume()
     if (!paused) {
-      startTurn();
+      turn.start();
       pump();
     }
     reportLosses(losses);

@@ -28,12 +28,32 @@ function generate(file) {
   }
 }
 
+/** Declarations (a string) for the loaded object `obj`, read from the file `fileName`. */
 function declarations(obj, fileName) {
-  const stem = fileName.replace(/\.bpf\.o$|\.o$/, '');
-  const named = new Map(); // 'struct x' | 'enum x' -> TS name
+  const names = tsNames();
+  const typeOf = (t) => tsType(t, names.of);
+  const types = namedTypes(obj, names.of, typeOf);
+  const maps = obj.maps.map(
+    (m) => `  ${quote(m.name)}: { key: ${m.keyLayout ? typeOf(m.keyLayout) : 'Buffer'}; value: ${m.valueLayout ? valueType(m, typeOf) : 'Buffer'} };`,
+  );
+  const globals = obj.globals.map((g) => `  ${quote(g.name)}: ${typeOf(g.layout)};`);
+  const programs = Object.values(obj.programs).map((p) => `  ${quote(p.name)}: ${JSON.stringify(p.section)};`);
+  // (after the maps and globals, which may name types)
+  const structs = [...names.named]
+    .filter(([key]) => !key.startsWith('enum '))
+    .flatMap(([key, ts]) => [`  ${quote(key.split(' ')[1])}: ${ts};`, `  ${JSON.stringify(key)}: ${ts};`]);
+  return render(fileName, types, { maps, globals, structs, programs });
+}
+
+/**
+ * The TypeScript names of C types: `of('struct x')` gives a PascalCase
+ * name, unique in the file (the first to ask gets `X`; then `XStruct`,
+ * `XStruct_`, ...). `named`: 'struct x' | 'enum x' -> TS name, in order.
+ */
+function tsNames() {
+  const named = new Map();
   const used = new Set(['Maps', 'Globals', 'Structs', 'Programs']);
-  const out = [];
-  const tsName = (key) => {
+  const of = (key) => {
     if (!named.has(key)) {
       const [kind, name] = key.split(' ');
       let ts = pascal(name);
@@ -44,41 +64,45 @@ function declarations(obj, fileName) {
     }
     return named.get(key);
   };
+  return { named, of };
+}
 
-  const typeOf = (t, indent = '  ') => {
-    switch (t.kind) {
-      case 'int':
-        return t.size === 8 ? 'bigint' : 'number';
-      case 'bool':
-        return 'boolean';
-      case 'float':
-        return 'number';
-      case 'ptr':
-        return 'bigint';
-      case 'string':
-        return 'string';
-      case 'bytes':
-      case 'flex':
-        return 'Buffer';
-      case 'stack':
-        return 'bigint[]';
-      case 'enum': {
-        const literal = `${t.values.map(([n]) => JSON.stringify(n)).join(' | ') || 'never'} | ${t.size === 8 ? 'bigint' : 'number'}`;
-        return t.name ? tsName(`enum ${t.name}`) : `(${literal})`;
-      }
-      case 'array':
-        return `Array<${typeOf(t.elem, indent)}>`;
-      case 'struct':
-      case 'union':
-        if (t.name) return tsName(`${t.kind} ${t.name}`);
-        return `{ ${t.fields.map((f) => `${quote(f.name)}: ${typeOf(f.type, indent)}`).join('; ')} }`;
-      default:
-        return 'unknown';
+/** The TypeScript type of the values the codec decodes for layout `t`; named types by `tsName`. */
+function tsType(t, tsName) {
+  switch (t.kind) {
+    case 'int':
+      return t.size === 8 ? 'bigint' : 'number';
+    case 'bool':
+      return 'boolean';
+    case 'float':
+      return 'number';
+    case 'ptr':
+      return 'bigint';
+    case 'string':
+      return 'string';
+    case 'bytes':
+    case 'flex':
+      return 'Buffer';
+    case 'stack':
+      return 'bigint[]';
+    case 'enum': {
+      const literal = `${t.values.map(([n]) => JSON.stringify(n)).join(' | ') || 'never'} | ${t.size === 8 ? 'bigint' : 'number'}`;
+      return t.name ? tsName(`enum ${t.name}`) : `(${literal})`;
     }
-  };
+    case 'array':
+      return `Array<${tsType(t.elem, tsName)}>`;
+    case 'struct':
+    case 'union':
+      if (t.name) return tsName(`${t.kind} ${t.name}`);
+      return `{ ${t.fields.map((f) => `${quote(f.name)}: ${tsType(f.type, tsName)}`).join('; ')} }`;
+    default:
+      return 'unknown';
+  }
+}
 
-  // every named type, and the named types they use
-  const pending = obj.typeNames().filter((n) => /^(struct|union|enum) /.test(n));
+/** The declarations (lines) of every named struct, union and enum of `obj`: an interface or a type each. */
+function namedTypes(obj, tsName, typeOf) {
+  const out = [];
   const done = new Set();
   const emit = (key) => {
     if (done.has(key)) return;
@@ -96,23 +120,23 @@ function declarations(obj, fileName) {
     for (const f of t.fields) out.push(`  ${quote(f.name)}: ${typeOf(f.type)};`);
     out.push('}', '');
   };
-  pending.forEach(emit);
+  obj
+    .typeNames()
+    .filter((n) => /^(struct|union|enum) /.test(n))
+    .forEach(emit);
+  return out;
+}
 
-  const maps = obj.maps.map(
-    (m) => `  ${quote(m.name)}: { key: ${m.keyLayout ? typeOf(m.keyLayout) : 'Buffer'}; value: ${m.valueLayout ? valueType(m, typeOf) : 'Buffer'} };`,
-  );
-  const globals = obj.globals.map((g) => `  ${quote(g.name)}: ${typeOf(g.layout)};`);
-  const programs = Object.values(obj.programs).map((p) => `  ${quote(p.name)}: ${JSON.stringify(p.section)};`);
-  const structs = [...named]
-    .filter(([key]) => !key.startsWith('enum '))
-    .flatMap(([key, ts]) => [`  ${quote(key.split(' ')[1])}: ${ts};`, `  ${JSON.stringify(key)}: ${ts};`]);
+/** The file: its header, the named types, the four tables (lines each) and the interface that joins them. */
+function render(fileName, types, { maps, globals, structs, programs }) {
+  const stem = fileName.replace(/\.bpf\.o$|\.o$/, '');
   const typesName = `${pascal(stem)}Types`;
   return [
     `// Generated by \`npx node-libbpf types ${fileName}\`: the types of its maps, globals and records.`,
     `// Use: const obj = bpf.loadBpfProgram<${typesName}>('${fileName}');`,
     `import type { ObjectTypes } from 'node-libbpf';`,
     '',
-    ...out,
+    ...types,
     `/** The maps (per-CPU maps give one value per possible CPU, as an array). */`,
     `export type Maps = {\n${maps.join('\n')}\n};`,
     '',

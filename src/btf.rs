@@ -197,100 +197,127 @@ fn layout_at(btf: &Btf<'_>, ty: BtfType<'_>, depth: usize) -> Value {
     return json!({"kind": "bytes", "size": size});
   }
   match ty.kind() {
-    BtfKind::Int => {
-      let int = types::Int::try_from(ty).expect("kind checked");
-      match int.encoding {
-        types::IntEncoding::Bool => json!({"kind": "bool", "size": size}),
-        types::IntEncoding::Signed => json!({"kind": "int", "size": size, "signed": true}),
-        // a lone `char` (CHAR encoding): signed on x86-64 Linux, unsigned on arm64
-        types::IntEncoding::Char => json!({"kind": "int", "size": size, "signed": cfg!(target_arch = "x86_64")}),
-        types::IntEncoding::None => json!({"kind": "int", "size": size, "signed": false}),
-      }
-    }
+    BtfKind::Int => int_layout(types::Int::try_from(ty).expect("kind checked"), size),
     BtfKind::Enum => {
       let e = types::Enum::try_from(ty).expect("kind checked");
-      let values: Vec<Value> = e.iter().map(|m| json!([name_of(m.name), m.value])).collect();
-      json!({"kind": "enum", "name": name_of(ty.name()), "size": size, "signed": e.is_signed(), "values": values})
+      let values = e.iter().map(|m| json!([name_of(m.name), m.value])).collect();
+      enum_layout(name_of(ty.name()), size, e.is_signed(), values)
     }
     BtfKind::Enum64 => {
       let e = types::Enum64::try_from(ty).expect("kind checked");
       // JSON numbers beyond 2^53 lose precision: such enumerators are rare
-      let values: Vec<Value> = e.iter().map(|m| json!([name_of(m.name), m.value as f64])).collect();
-      json!({"kind": "enum", "name": name_of(ty.name()), "size": size, "signed": e.is_signed(), "values": values})
+      let values = e.iter().map(|m| json!([name_of(m.name), m.value as f64])).collect();
+      enum_layout(name_of(ty.name()), size, e.is_signed(), values)
     }
     BtfKind::Ptr => json!({"kind": "ptr", "size": 8}),
     BtfKind::Float => json!({"kind": "float", "size": size}),
-    BtfKind::Array => {
-      let arr = types::Array::try_from(ty).expect("kind checked");
-      let elem = resolve(arr.contained_type());
-      let len = arr.capacity();
-      let elem_size = size_of(elem);
-      if elem_size == 1 && elem.kind() == BtfKind::Int {
-        let kind = if name_of(elem.name()) == "char" { "string" } else { "bytes" };
-        return json!({"kind": kind, "size": len});
-      }
-      json!({"kind": "array", "size": size, "len": len, "elem": layout_at(btf, elem, depth + 1)})
-    }
+    BtfKind::Array => array_layout(btf, types::Array::try_from(ty).expect("kind checked"), size, depth),
     BtfKind::Struct | BtfKind::Union => {
-      let comp = types::Composite::try_from(ty).expect("kind checked");
-      let mut fields = Vec::new();
-      let count = comp.len();
-      for (i, member) in comp.iter().enumerate() {
-        let (bit_offset, bit_size) = match member.attr {
-          types::MemberAttr::Normal { offset } => (offset as usize, 0usize),
-          types::MemberAttr::BitField { size, offset } => (offset as usize, size as usize),
-        };
-        let Some(member_ty) = btf.type_by_id::<BtfType<'_>>(member.ty) else { continue };
-        let resolved = resolve(member_ty);
-        let name = name_of(member.name);
-        // a zero-length trailing array: the rest of the record
-        if i + 1 == count && resolved.kind() == BtfKind::Array && size_of(resolved) == 0 {
-          let arr = types::Array::try_from(resolved).expect("kind checked");
-          fields.push(json!({"name": name, "offset": bit_offset / 8,
-            "type": {"kind": "flex", "size": 0, "elem": layout_at(btf, arr.contained_type(), depth + 1)}}));
-          continue;
-        }
-        let mut member_layout = layout_at(btf, member_ty, depth + 1);
-        // old-style int bitfields carry their bits in the INT type
-        let (bit_offset, bit_size) = match (bit_size, resolved.kind()) {
-          (0, BtfKind::Int) => {
-            let int = types::Int::try_from(resolved).expect("kind checked");
-            if int.offset != 0 || usize::from(int.bits) != int.size() * 8 {
-              (bit_offset + usize::from(int.offset), usize::from(int.bits))
-            } else {
-              (bit_offset, 0)
-            }
-          }
-          other => (bit_offset, other.0),
-        };
-        if name.is_empty() && matches!(resolved.kind(), BtfKind::Struct | BtfKind::Union) {
-          // anonymous struct/union: its fields belong to the parent
-          if let Some(inner) = member_layout["fields"].as_array_mut() {
-            for f in inner.iter_mut() {
-              let off = f["offset"].as_u64().unwrap_or(0) as usize + bit_offset / 8;
-              f["offset"] = json!(off);
-              if let Some(b) = f.get("bitOffset").and_then(Value::as_u64) {
-                f["bitOffset"] = json!(b as usize + bit_offset);
-              }
-              fields.push(f.take());
-            }
-          }
-          continue;
-        }
-        if bit_size > 0 {
-          member_layout = json!({"kind": "int", "size": size_of(resolved).max(1),
-            "signed": member_layout["signed"].as_bool().unwrap_or(false)});
-          fields.push(json!({"name": name, "offset": bit_offset / 8, "bitOffset": bit_offset, "bitSize": bit_size,
-            "type": member_layout}));
-        } else {
-          fields.push(json!({"name": name, "offset": bit_offset / 8, "type": member_layout}));
-        }
-      }
-      let kind = if comp.is_struct { "struct" } else { "union" };
-      json!({"kind": kind, "name": name_of(ty.name()), "size": size, "fields": fields})
+      composite_layout(btf, types::Composite::try_from(ty).expect("kind checked"), name_of(ty.name()), size, depth)
     }
     _ => json!({"kind": "bytes", "size": size}),
   }
+}
+
+fn int_layout(int: types::Int<'_>, size: usize) -> Value {
+  match int.encoding {
+    types::IntEncoding::Bool => json!({"kind": "bool", "size": size}),
+    types::IntEncoding::Signed => json!({"kind": "int", "size": size, "signed": true}),
+    // a lone `char` (CHAR encoding): signed on x86-64 Linux, unsigned on arm64
+    types::IntEncoding::Char => json!({"kind": "int", "size": size, "signed": cfg!(target_arch = "x86_64")}),
+    types::IntEncoding::None => json!({"kind": "int", "size": size, "signed": false}),
+  }
+}
+
+/// `values`: the enumerators, as `[name, value]` pairs.
+fn enum_layout(name: String, size: usize, signed: bool, values: Vec<Value>) -> Value {
+  json!({"kind": "enum", "name": name, "size": size, "signed": signed, "values": values})
+}
+
+/// An array; one of bytes is a `string` if its element is `char`, else `bytes`.
+fn array_layout(btf: &Btf<'_>, arr: types::Array<'_>, size: usize, depth: usize) -> Value {
+  let elem = resolve(arr.contained_type());
+  let len = arr.capacity();
+  let elem_size = size_of(elem);
+  if elem_size == 1 && elem.kind() == BtfKind::Int {
+    let kind = if name_of(elem.name()) == "char" { "string" } else { "bytes" };
+    return json!({"kind": kind, "size": len});
+  }
+  json!({"kind": "array", "size": size, "len": len, "elem": layout_at(btf, elem, depth + 1)})
+}
+
+/// A struct or union: a field per member, a zero-length trailing array as
+/// `flex`, bitfields as ints with their bits, anonymous members flattened.
+fn composite_layout(btf: &Btf<'_>, comp: types::Composite<'_>, name: String, size: usize, depth: usize) -> Value {
+  let mut fields = Vec::new();
+  let count = comp.len();
+  for (i, member) in comp.iter().enumerate() {
+    let Some(member_ty) = btf.type_by_id::<BtfType<'_>>(member.ty) else { continue };
+    let resolved = resolve(member_ty);
+    let name = name_of(member.name);
+    let (bit_offset, bit_size) = member_bits(&member.attr, resolved);
+    // a zero-length trailing array: the rest of the record
+    if i + 1 == count && resolved.kind() == BtfKind::Array && size_of(resolved) == 0 {
+      let arr = types::Array::try_from(resolved).expect("kind checked");
+      fields.push(json!({"name": name, "offset": bit_offset / 8,
+        "type": {"kind": "flex", "size": 0, "elem": layout_at(btf, arr.contained_type(), depth + 1)}}));
+      continue;
+    }
+    let member_layout = layout_at(btf, member_ty, depth + 1);
+    if name.is_empty() && matches!(resolved.kind(), BtfKind::Struct | BtfKind::Union) {
+      flatten_into(&mut fields, member_layout, bit_offset);
+    } else {
+      fields.push(field(name, bit_offset, bit_size, member_layout, resolved));
+    }
+  }
+  let kind = if comp.is_struct { "struct" } else { "union" };
+  json!({"kind": kind, "name": name, "size": size, "fields": fields})
+}
+
+/// A member's offset and size in bits (size 0: not a bitfield). `resolved`
+/// is its type: old-style int bitfields carry their bits in the INT type.
+fn member_bits(attr: &types::MemberAttr, resolved: BtfType<'_>) -> (usize, usize) {
+  let (bit_offset, bit_size) = match *attr {
+    types::MemberAttr::Normal { offset } => (offset as usize, 0usize),
+    types::MemberAttr::BitField { size, offset } => (offset as usize, size as usize),
+  };
+  match (bit_size, resolved.kind()) {
+    (0, BtfKind::Int) => {
+      let int = types::Int::try_from(resolved).expect("kind checked");
+      if int.offset != 0 || usize::from(int.bits) != int.size() * 8 {
+        (bit_offset + usize::from(int.offset), usize::from(int.bits))
+      } else {
+        (bit_offset, 0)
+      }
+    }
+    other => (bit_offset, other.0),
+  }
+}
+
+/// An anonymous struct or union member: its fields belong to the parent, at
+/// the member's offset (`bit_offset`).
+fn flatten_into(fields: &mut Vec<Value>, mut member_layout: Value, bit_offset: usize) {
+  if let Some(inner) = member_layout["fields"].as_array_mut() {
+    for f in inner.iter_mut() {
+      let off = f["offset"].as_u64().unwrap_or(0) as usize + bit_offset / 8;
+      f["offset"] = json!(off);
+      if let Some(b) = f.get("bitOffset").and_then(Value::as_u64) {
+        f["bitOffset"] = json!(b as usize + bit_offset);
+      }
+      fields.push(f.take());
+    }
+  }
+}
+
+/// The field of a named member; a bitfield's type is an int of its
+/// storage unit's size and signedness.
+fn field(name: String, bit_offset: usize, bit_size: usize, member_layout: Value, resolved: BtfType<'_>) -> Value {
+  if bit_size == 0 {
+    return json!({"name": name, "offset": bit_offset / 8, "type": member_layout});
+  }
+  let int = json!({"kind": "int", "size": size_of(resolved).max(1),
+    "signed": member_layout["signed"].as_bool().unwrap_or(false)});
+  json!({"name": name, "offset": bit_offset / 8, "bitOffset": bit_offset, "bitSize": bit_size, "type": int})
 }
 
 /// The layout of a map's key or value type, by BTF type id (0: none).
