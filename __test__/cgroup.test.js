@@ -22,6 +22,7 @@ const skip = process.getuid?.() !== 0 ? 'the tools load BPF programs and the tes
 if (skip) console.log(`# skipping the tools in cgroup.test.js: ${skip}`);
 
 describe('lib/cgroup: container ids from cgroup paths', () => {
+  /** @type {[string, object][]} */
   const cases = [
     // podman (systemd driver), and its conmon (no container); a container with systemd inside
     [`/machine.slice/libpod-${ID}.scope`, { containerId: ID }],
@@ -121,6 +122,7 @@ describe('the tools with --cgroup and --per-container', { skip, timeout: 4 * TIM
     for (const loop of Object.values(loops)) assert.equal((await loop.exited).code, 0, 'the loop exits cleanly');
     // the cgroups are empty again: the after hook can remove them
     assert.ok(await waitFor(() => ['a', 'b'].every((n) => fs.readFileSync(path.join(dirs[n], 'cgroup.procs'), 'utf8') === '')));
+    /** @type {any[] & { pids?: { a: number, b: number } }} */
     const outs = [];
     for (const t of tools) {
       const out = await t.stop();
@@ -182,6 +184,7 @@ describe('the tools with --cgroup and --per-container', { skip, timeout: 4 * TIM
     await Promise.all(tools.map((t) => t.ready));
     loop.go();
     assert.equal((await loop.exited).code, 0);
+    /** @type {any[] & { pids?: { a: number, b: number } }} */
     const outs = [];
     for (const t of tools) outs.push(await t.stop());
     for (const out of outs) assert.equal(out.code, 0, out.stderr);

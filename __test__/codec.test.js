@@ -84,6 +84,7 @@ test('encode writes what decode reads; missing fields are zero', () => {
 });
 
 test('encode refuses what does not fit, naming the field (ERR_BPF_INVALID_VALUE)', () => {
+  /** @type {[any, any, RegExp][]} */
   const bad = [
     [u32, -1, /-1 does not fit u32/],
     [u32, 1.5, /not an integer/],
@@ -97,7 +98,7 @@ test('encode refuses what does not fit, naming the field (ERR_BPF_INVALID_VALUE)
     [u32, Buffer.alloc(3), /a Buffer of 3 bytes; the type is 4 bytes/],
   ];
   for (const [layout, value, re] of bad) {
-    assert.throws(() => codec.encode(layout, value, 'the value'), (e) => e.code === 'ERR_BPF_INVALID_VALUE' && re.test(e.message), `${JSON.stringify(layout).slice(0, 40)} ${String(value)}`);
+    assert.throws(() => codec.encode(layout, value, 'the value'), (/** @type {any} */ e) => e.code === 'ERR_BPF_INVALID_VALUE' && re.test(e.message), `${JSON.stringify(layout).slice(0, 40)} ${String(value)}`);
   }
 });
 

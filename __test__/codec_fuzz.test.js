@@ -373,7 +373,7 @@ test('codec fuzz: generated = interpreted, decode never throws, round trips, cod
         const out = codec.encode(layout, wrong, 'value');
         if (!Buffer.isBuffer(out) || out.length !== layout.size) fail(id, 'encode gave no Buffer of layout.size', layout, `value ${show(wrong)}: ${show(out)}`);
       } catch (e) {
-        if (e instanceof Error && e.code === 'ERR_BPF_INVALID_VALUE' && typeof e.message === 'string' && e.message.length > 0) counts.refused++;
+        if (e instanceof Error && /** @type {NodeJS.ErrnoException} */ (e).code === 'ERR_BPF_INVALID_VALUE' && typeof e.message === 'string' && e.message.length > 0) counts.refused++;
         else fail(id, 'encode threw without code ERR_BPF_INVALID_VALUE', layout, `value ${show(wrong)}: ${show(e)}`);
       }
     }

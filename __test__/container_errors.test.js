@@ -22,7 +22,11 @@ const MONITOR = `const bpf = require(${JSON.stringify(ROOT)});
   try { const m = bpf.monitor(); const parts = m.parts; m.close(); console.log(JSON.stringify({ parts })); }
   catch (e) { console.log(JSON.stringify({ error: { code: e.code, message: e.message } })); }`;
 
-/** Runs MONITOR (or `script`) in node under `prefix`: its JSON line. */
+/**
+ * Runs MONITOR (or `script`) in node under `prefix`: its JSON line.
+ * @param {string[]} prefix
+ * @param {{ script?: string, env?: NodeJS.ProcessEnv }} [options]
+ */
 function child(prefix, { script = MONITOR, env } = {}) {
   const [cmd, ...args] = [...prefix, process.execPath, '-e', script];
   const r = spawnSync(cmd, args, { encoding: 'utf8', timeout: 60_000, env: { ...process.env, ...env } });

@@ -176,6 +176,7 @@ test('a slow callback yields to the event loop after 10 ms, with the addon pause
 test("a raw record's read methods return what Buffer's return, and throw what Buffer's throw", async () => {
   // a raw record as the dispatcher hands it over: 16 bytes inside a larger buffer
   const bytes = Buffer.from(Array.from({ length: 64 }, (_, i) => (i * 37 + 200) & 255));
+  /** @type {any} */ // any: its read methods are looked up by name
   let raw;
   dispatcher({ callback: (r) => (raw = r), perCpu: false, decode: null, state: stateOf(), flow: flowOf([bytes.subarray(0, 8), bytes.subarray(8, 24)]) })(null);
   await until(() => raw !== undefined && raw.length === 16);

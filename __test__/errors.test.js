@@ -84,11 +84,12 @@ test('wrong argument types are errors with a code, not crashes', (t) => {
   const obj = bpf.loadBpfProgram(objectPath('openat'));
   t.after(() => obj.close());
   for (const call of [
-    () => obj.attachTracepoint(1, 2, 3),
+    // wrong on purpose: the casts let them past the type check
+    () => obj.attachTracepoint(/** @type {any} */ (1), /** @type {any} */ (2), /** @type {any} */ (3)),
     () => obj.getMap('kv').set(),
-    () => bpf.loadBpfProgram(42),
+    () => bpf.loadBpfProgram(/** @type {any} */ (42)),
   ]) {
-    assert.throws(call, (e) => e instanceof Error && typeof e.code === 'string' && e.message.length > 0);
+    assert.throws(call, (/** @type {NodeJS.ErrnoException} */ e) => e instanceof Error && typeof e.code === 'string' && e.message.length > 0);
   }
 });
 

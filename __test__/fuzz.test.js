@@ -60,6 +60,7 @@ function sectionHeaders(buf) {
   const shnum = buf.readUInt16LE(0x3c);
   const shstrndx = buf.readUInt16LE(0x3e);
   if (entsize !== 64 || shoff + shnum * 64 > buf.length) return [];
+  /** @type {{ index: number, at: number, nameOff: number, type: number, offset: number, size: number, name?: string }[]} */
   const headers = [];
   for (let i = 0; i < shnum; i++) {
     const at = shoff + i * 64;
@@ -78,7 +79,7 @@ function sectionHeaders(buf) {
     if (strtab && strtab.offset + strtab.size <= buf.length && h.nameOff < strtab.size) {
       const s = strtab.offset + h.nameOff;
       const e = buf.indexOf(0, s);
-      if (e > s) h.name = buf.latin1Slice(s, e);
+      if (e > s) h.name = buf.toString('latin1', s, e);
     }
   }
   return headers;
@@ -209,7 +210,8 @@ function exercise(bpf, bytes) {
       fn();
       return true;
     } catch (e) {
-      outcome.push(e instanceof Error && typeof e.code === 'string' ? `${name}:${e.code}` : `${name}:BAD ${JSON.stringify(String(e && e.stack ? e.stack : e))}`);
+      const err = /** @type {NodeJS.ErrnoException} */ (e);
+      outcome.push(err instanceof Error && typeof err.code === 'string' ? `${name}:${err.code}` : `${name}:BAD ${JSON.stringify(String(e && e.stack ? e.stack : e))}`);
       return false;
     }
   };
@@ -263,7 +265,7 @@ function panicOf(stderr) {
   if (!m) return { panic: stderr.trim().split('\n').slice(-2).join(' | '), slug: null };
   const bytes = /FromUtf8Error \{ bytes: \[([\d, ]*)/.exec(m[2]);
   if (!bytes) return { panic: `${m[2].slice(0, 200)} (at ${m[1]})`, slug: m[2].split(/\W+/).filter(Boolean).slice(0, 5).join('-') };
-  const text = Buffer.from(bytes[1].split(',').map(Number).filter((n) => n >= 0 && n < 256).slice(0, 160)).latin1Slice().replace(/[^\x20-\x7e\n]/g, '?');
+  const text = Buffer.from(bytes[1].split(',').map(Number).filter((n) => n >= 0 && n < 256).slice(0, 160)).toString('latin1').replace(/[^\x20-\x7e\n]/g, '?');
   // the message's own words: not the names, numbers and bytes printed in it
   const words = text
     .split('\n')[0]
@@ -434,7 +436,7 @@ if (['run', 'open', 'write'].includes(process.argv[2])) {
     }
     const failures = [];
     for (const file of files) {
-      let outcome = null;
+      let outcome = /** @type {string[] | null} */ (null);
       const { code, signal, hung, stderr } = await runChild(['open', path.join(FIXTURES, file)], (l) => {
         if (l.startsWith('result ')) outcome = JSON.parse(l.slice(7));
       }, CASE_TIMEOUT_MS);

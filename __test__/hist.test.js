@@ -5,6 +5,7 @@ const assert = require('node:assert');
 const { log2Buckets, linearBuckets, formatHistogram, histogramJSON } = require('../lib/hist');
 
 test('log2 slots: [0], [1], [2, 4) ... [1K, 2K), trimmed to the slots in use', () => {
+  /** @type {(number | bigint)[]} */
   const slots = [0, 3, 0, 6];
   slots[11] = 1n; // counts may be bigints, as maps give them
   const buckets = log2Buckets(slots);

@@ -244,6 +244,7 @@ describe('lib/netns.js: dropRandom with values that are not numbers', { skip: sk
     try {
       const gso = () => link.exec(1, ['ip', '-d', 'link', 'show', 'veth-b']).match(/gso_max_segs (\d+)/)[1];
       const before = gso();
+      /** @type {[any, any, any, RegExp][]} */ // bad on purpose: any lets them past the type check
       const bad = [
         [1, '20; flush ruleset', {}, /percent '20; flush ruleset' is not an integer from 0 to 100/],
         [1, 20, { dport: '80 counter accept } } table inet x { chain y { type filter hook input priority 0; policy drop; }' }, /dport '80 counter accept.* is not an integer from 1 to 65535/],

@@ -42,7 +42,7 @@ function onlyCoded(fn) {
   try {
     fn();
   } catch (err) {
-    assert.ok(err instanceof Error && typeof err.code === 'string', `a coded error: ${err.stack}`);
+    assert.ok(err instanceof Error && typeof /** @type {NodeJS.ErrnoException} */ (err).code === 'string', `a coded error: ${err.stack}`);
   }
 }
 

@@ -40,7 +40,7 @@ if (skip) console.log(`# skipping monitor_prometheus.test.js: ${skip}`);
 function freePort() {
   return new Promise((resolve, reject) => {
     const s = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
+      const { port } = /** @type {import('node:net').AddressInfo} */ (s.address());
       s.close(() => resolve(port));
     });
     s.on('error', reject);
@@ -75,11 +75,11 @@ async function startPrometheus(targets) {
   const port = await freePort();
   const jobs = Object.entries(targets).map(([job, p]) => `  - job_name: ${job}\n    static_configs:\n      - targets: ['127.0.0.1:${p}']`);
   fs.writeFileSync(path.join(dir, 'prometheus.yml'), `global:\n  scrape_interval: 1s\n  scrape_timeout: 900ms\nscrape_configs:\n${jobs.join('\n')}\n`);
-  const child = spawn('prometheus', [
+  const child = /** @type {import('node:child_process').ChildProcessByStdio<null, null, import('node:stream').Readable> & { log: string }} */ (spawn('prometheus', [
     `--config.file=${path.join(dir, 'prometheus.yml')}`,
     `--storage.tsdb.path=${path.join(dir, 'data')}`,
     `--web.listen-address=127.0.0.1:${port}`,
-  ], { stdio: ['ignore', 'ignore', 'pipe'] });
+  ], { stdio: ['ignore', 'ignore', 'pipe'] }));
   child.log = '';
   child.stderr.on('data', (d) => (child.log += d));
   for (let i = 0; i < 300; i++) {

@@ -60,7 +60,7 @@ test("every syscall tracepoint of this kernel has a number", (t) => {
 
 test("the kernel's syscall numbers of blocked processes (/proc/PID/syscall) have our names", async (t) => {
   // cat waits in read() on its stdin, sleep in clock_nanosleep()
-  for (const [cmd, args, expected] of [['cat', [], 'read'], ['sleep', ['10'], 'clock_nanosleep']]) {
+  for (const [cmd, args, expected] of /** @type {[string, string[], string][]} */ ([['cat', [], 'read'], ['sleep', ['10'], 'clock_nanosleep']])) {
     const child = spawn(cmd, args, { stdio: ['pipe', 'ignore', 'ignore'] });
     t.after(() => child.kill());
     let nr;

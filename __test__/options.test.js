@@ -21,7 +21,7 @@ const SAFE = Number.MAX_SAFE_INTEGER;
 /** How a value shows in a message (`NaN`, `-1`, `1000000000000`, `5n`). */
 const shown = (v) => (typeof v === 'bigint' ? `${v}n` : String(v));
 const escape = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-const inRange = (v, [min, max]) => typeof v === 'number' && Number.isInteger(v) && v >= min && v <= max;
+const inRange = (v, /** @type {number[]} */ [min, max]) => typeof v === 'number' && Number.isInteger(v) && v >= min && v <= max;
 
 /**
  * The options, each with its range and the calls that take it: `api(v)`
@@ -29,6 +29,7 @@ const inRange = (v, [min, max]) => typeof v === 'number' && Number.isInteger(v) 
  * (null: checked in JavaScript only). A call with a valid value attaches or
  * opens, then detaches or closes. `kernel(error)`: whether an error of a
  * valid value is the kernel's say (a pid that does not exist), not ours.
+ * @returns {{ call: string, name: string, range: number[], api?: (v: any) => any, native?: ((v: any) => any) | null, kernel?: (out: any) => boolean, noType?: boolean }[]}
  */
 function options(env) {
   const { stream, probes, uprobe, usdt, perf, monitorObj, bpf, binary, usdtBinary, pageSize, cpus, maxRate } = env;
@@ -134,12 +135,12 @@ function options(env) {
       api: (v) => closeAll(usdt.obj.attachUsdt(usdtBinary, 'nodelibbpf', 'tick', 'handle_tick', { cookie: v })),
       native: null,
     },
-    ...[
+    .../** @type {[string, number[]][]} */ ([
       ['frequency', [1, maxRate]],
       ['period', [1, SAFE]],
       ['pid', [1, 4_194_304]],
       ['cpu', [0, cpus - 1]],
-    ].map(([name, range]) => ({
+    ]).map(([name, range]) => ({
       call: 'attachPerfEvent',
       name,
       range,
@@ -157,6 +158,7 @@ function options(env) {
 function runCases() {
   const { bpf, objectPath, buildFixture, kernelIds, added } = require('./helpers');
   const native = require('../lib/native');
+  /** @type {{ [name: string]: any }} */
   const env = {
     bpf,
     binary: buildFixture('add_one'),
@@ -293,7 +295,7 @@ test('a cookie is a bigint from 0n to 2n ** 64n - 1n: the largest reaches bpf_ge
   });
   const range = '^attachTracepoint: cookie must be an integer from 0 to 2\\*\\*64-1; got ';
   // the package shows the bigint, the addon its sign and size past 64 bits
-  for (const [cookie, byAddon] of [[-1n, '-1n'], [2n ** 64n, 'a bigint of more than 64 bits'], [-(2n ** 64n), 'a negative bigint of more than 64 bits'], [2n ** 128n, 'a bigint of more than 64 bits']]) {
+  for (const [cookie, byAddon] of /** @type {[bigint, string][]} */ ([[-1n, '-1n'], [2n ** 64n, 'a bigint of more than 64 bits'], [-(2n ** 64n), 'a negative bigint of more than 64 bits'], [2n ** 128n, 'a bigint of more than 64 bits']])) {
     throwsCode(assert, () => obj.attachTracepoint('syscalls', 'sys_enter_getppid', 'handle_cookie_getppid', { cookie }), 'ERR_BPF_INVALID_VALUE', new RegExp(`${range}${escape(`${cookie}n`)}$`));
     throwsCode(assert, () => handle.attachTracepoint('syscalls', 'sys_enter_getppid', 'handle_cookie_getppid', { cookie }), 'ERR_BPF_INVALID_VALUE', new RegExp(`${range}${escape(byAddon)}$`));
   }
@@ -314,6 +316,7 @@ function tool(name, args) {
 
 test('the tools\' numeric flags out of range: a usage error naming the flag and its range, exit 2', () => {
   const BAD_ARGS = ['-1', '4294967295', '4294967296', '1e12', 'NaN', 'Infinity', '1.5', '0', ''];
+  /** @type {[tool: string, flag: string, re: RegExp, valid: string[], rest: string[]][]} */
   const flags = [
     // [tool, flag, what the error says, the values in range, other arguments]
     ['syscall_hist', '--pid', /^-p: not a process id \(an integer from 1 to 4194304\): /, [], []],

@@ -114,20 +114,20 @@ test('without a type, records stay Buffers (the article form)', async (t) => {
 test('an unknown type name lists the structs that exist', (t) => {
   const { obj } = typesObject(t);
   throwsCode(assert, () => obj.getMap('rb').openRingBuffer(() => {}, { type: 'kindz' }), 'ERR_BPF_UNKNOWN_NAME', /no type named 'kindz'; its structs are: .*counter.*kinds.*name_key/);
-  throwsCode(assert, () => obj.getMap('rb').openRingBuffer(() => {}, { type: 'kinds', int64: 'string' }), 'ERR_BPF_INVALID_VALUE', /int64: 'string'/);
+  throwsCode(assert, () => obj.getMap('rb').openRingBuffer(() => {}, { type: 'kinds', int64: /** @type {any} */ ('string') }), 'ERR_BPF_INVALID_VALUE', /int64: 'string'/);
 });
 
 test('typeLayout and typeNames describe the BTF types', (t) => {
   const { obj } = typesObject(t);
   assert.ok(obj.typeNames().includes('struct kinds'));
   assert.ok(obj.typeNames().includes('enum color'));
-  const layout = obj.typeLayout('kinds');
+  const layout = /** @type {Extract<import('..').TypeLayout, { fields: unknown }>} */ (obj.typeLayout('kinds'));
   assert.strictEqual(layout.size, 136);
   const big = layout.fields.find((f) => f.name === 'big');
   assert.strictEqual(big.offset, 8, 'a u64 after a u32 is at offset 8');
   const bits = layout.fields.find((f) => f.name === 'bits_hi');
   assert.deepStrictEqual([bits.bitSize, bits.bitOffset % 8], [5, 3]);
-  assert.deepStrictEqual(obj.typeLayout('enum color').values, [['RED', 0], ['GREEN', 1], ['BLUE', 7]]);
+  assert.deepStrictEqual(/** @type {Extract<import('..').TypeLayout, { values: unknown }>} */ (obj.typeLayout('enum color')).values, [['RED', 0], ['GREEN', 1], ['BLUE', 7]]);
 });
 
 test('hash map with a struct key: JS sets, the program reads and writes, JS reads', (t) => {

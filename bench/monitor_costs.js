@@ -41,7 +41,8 @@ function syscalls(n) {
 /** ns per context switch pair: a byte to a child and back over pipes, N times (`cat` echoes). */
 async function switches(n) {
   const child = spawn('cat', [], { stdio: ['pipe', 'pipe', 'ignore'] });
-  const [w, r] = [child.stdin._handle.fd, child.stdout._handle.fd];
+  // the pipes' fds, for fs.writeSync/readSync: _handle is internal (not in @types/node)
+  const [w, r] = [/** @type {any} */ (child.stdin)._handle.fd, /** @type {any} */ (child.stdout)._handle.fd];
   const one = Buffer.alloc(1);
   child.stdout.pause();
   const t = process.hrtime.bigint();

@@ -189,6 +189,7 @@ process.on('SIGUSR1', () => {
     if (received + lost >= N || Date.now() - quietSince > 500) {
       // VmHWM: the peak RSS of the whole process, whatever sampled it
       const hwm = Number(/VmHWM:\s+(\d+)/.exec(fs.readFileSync('/proc/self/status', 'utf8'))[1]) * 1024;
+      /** @type {{ [field: string]: any }} */
       const out = {
         received,
         lost,
@@ -207,7 +208,7 @@ process.on('SIGUSR1', () => {
       if (threadsAtReady) {
         const now = threads();
         out.threads = Object.fromEntries(
-          Object.entries(now).map(([k, v]) => [k, { minflt: v.minflt - (threadsAtReady[k]?.minflt ?? 0), ticks: v.ticks - (threadsAtReady[k]?.ticks ?? 0), ms: +((v.ns - (threadsAtReady[k]?.ns ?? 0)) / 1e6).toFixed(1) }]).filter(([, v]) => v.ms > 0.1 || v.minflt > 0),
+          Object.entries(now).map(([k, v]) => /** @type {[string, { minflt: number, ticks: number, ms: number }]} */ ([k, { minflt: v.minflt - (threadsAtReady[k]?.minflt ?? 0), ticks: v.ticks - (threadsAtReady[k]?.ticks ?? 0), ms: +((v.ns - (threadsAtReady[k]?.ns ?? 0)) / 1e6).toFixed(1) }])).filter(([, v]) => v.ms > 0.1 || v.minflt > 0),
         );
       }
       clearInterval(marker);

@@ -297,7 +297,7 @@ async function main() {
   console.log(`start: fds ${startFds} (${baseFds} after a first cycle), kernel programs ${startKernel.progs.length}, links ${startKernel.links.length}`);
 
   // the churn runs beside the flood until the deadline
-  let churnError = null;
+  let churnError = /** @type {NodeJS.ErrnoException | null} */ (null);
   const churn = (async () => {
     while (Date.now() < deadline) {
       try {

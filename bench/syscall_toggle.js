@@ -63,10 +63,11 @@ if (kind === 'example') {
       @usecs[args->id] = hist((nsecs - @start[tid]) / 1000); @calls = count(); delete(@start[tid]);
     }`;
   let calls = 0;
+  /** @type {import('node:child_process').ChildProcessByStdio<null, import('node:stream').Readable, null> & { out: string, exited: Promise<number | null> }} */
   let bt;
   attach = async () => {
     // bpftrace dies with this process, even SIGKILLed (setpriv --pdeathsig)
-    bt = spawn('setpriv', ['--pdeathsig', 'KILL', 'bpftrace', '-B', 'line', '-e', BPFTRACE], { stdio: ['ignore', 'pipe', 'ignore'] });
+    bt = /** @type {typeof bt} */ (spawn('setpriv', ['--pdeathsig', 'KILL', 'bpftrace', '-B', 'line', '-e', BPFTRACE], { stdio: ['ignore', 'pipe', 'ignore'] }));
     bt.out = '';
     bt.stdout.on('data', (d) => (bt.out += d));
     bt.exited = new Promise((resolve) => bt.on('exit', resolve));

@@ -41,10 +41,10 @@ function positiveInteger(value) {
 /** The error for `list` (what `specs` matched) past the cap `max`: how many each spec matched, and how to narrow them. */
 function tooManyProbes(specs, list, max, pid) {
   const each = specs.length > 1 ? specs.map((s) => `'${s}': ${probes.expand([s], { pid }).length}`).join(', ') : undefined;
-  const err = new Error(
+  const err = /** @type {NodeJS.ErrnoException} */ (new Error(
     `${specs.map((s) => `'${s}'`).join(' ')} match ${list.length} probes${each ? ` (${each})` : ''}, more than ${max}: ` +
       `each probe slows every call it matches and takes the kernel ~0.1 s to detach; narrow the pattern (a category or library and a function prefix, 't:sched:sched_process_*' rather than 't:*:*'), or raise the limit with --max-probes ${list.length}`,
-  );
+  ));
   err.code = 'ERR_BPF_INVALID_VALUE';
   return err;
 }

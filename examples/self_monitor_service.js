@@ -82,7 +82,7 @@ const server = http.createServer(async (req, res) => {
 });
 
 server.listen(Number(opt('--port') ?? 0), '127.0.0.1', () => {
-  process.stdout.write(`${JSON.stringify({ port: server.address().port, otel: otel ? Number(opt('--otel')) : null, parts: monitor.parts })}\n`);
+  process.stdout.write(`${JSON.stringify({ port: /** @type {import('net').AddressInfo} */ (server.address()).port, otel: otel ? Number(opt('--otel')) : null, parts: monitor.parts })}\n`);
 });
 
 process.on('SIGTERM', async () => {

@@ -140,8 +140,8 @@ async function main() {
         const e = toEvent(record);
         if (!owned(e)) return;
         if (opts.perContainer) {
-          Object.assign(e, cgroups.get(e.cgroupId));
-          e.container = containerLabel(e);
+          const row = Object.assign(e, cgroups.get(e.cgroupId));
+          e.container = containerLabel(row);
         }
         printEvent(opts, e);
         const key = `${e.netns} ${endpoint(e.laddr, e.lport)} ${endpoint(e.raddr, e.rport)}`;

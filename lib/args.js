@@ -23,6 +23,22 @@ function programName() {
 }
 
 /**
+ * What parseArgs returns: the common options, then the tool's own ones
+ * under their camelCase names (`--goid-offset` -> `goidOffset`).
+ * @typedef {{
+ *   pid?: number,
+ *   demo: boolean,
+ *   systemWide?: string,
+ *   duration?: number,
+ *   json: boolean,
+ *   cgroup?: { id: bigint, path: string, level: number },
+ *   perContainer?: boolean,
+ *   positionals?: string[],
+ *   [option: string]: any,
+ * }} ToolOptions
+ */
+
+/**
  * Parses `-p PID`, `-d S`, `-j` and `--demo`, and the tool's own options
  * (exits with the usage on `--help` or a bad option).
  *
@@ -40,6 +56,10 @@ function programName() {
  * A tool with `systemWide` takes `--cgroup PATH` (`opts.cgroup`: `{ id,
  * path, level }` of lib/cgroup.js `resolveCgroup`). `extra` may also be the
  * argv array (the first form of this function).
+ * @param {string} description
+ * @param {object | string[]} [extra]
+ * @param {string[]} [argv]
+ * @returns {ToolOptions}
  */
 function parseArgs(description, extra = {}, argv = process.argv.slice(2)) {
   if (Array.isArray(extra)) [extra, argv] = [{}, extra];
@@ -100,6 +120,7 @@ function parseArgs(description, extra = {}, argv = process.argv.slice(2)) {
     }
   }
   if (pid === undefined && !values.demo && !extra.systemWide) usageError('which process? give -p PID, or --demo to trace the built-in workload', usage);
+  /** @type {ToolOptions} */
   const opts = { pid, demo: values.demo, systemWide: extra.systemWide, duration, json: values.json };
   for (const [name, o] of Object.entries(own)) {
     let value = values[name];

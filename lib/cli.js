@@ -94,6 +94,7 @@ function types(argv) {
   else process.stdout.write(text);
 }
 
+/** @param {string[]} argv the command and its arguments */
 function main([command, ...rest]) {
   if (command === undefined) return fail(`a command, please\n\n${USAGE}`);
   if (command === '--help' || command === '-h' || command === 'help') return console.log(USAGE);

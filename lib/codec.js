@@ -22,7 +22,7 @@
 
 /** An Error with the codec's code. */
 function invalid(message) {
-  const err = new Error(message);
+  const err = /** @type {NodeJS.ErrnoException} */ (new Error(message));
   err.code = 'ERR_BPF_INVALID_VALUE';
   return err;
 }

@@ -19,7 +19,7 @@ const MIN_CLANG = 11;
 const INSTALL_CLANG = `install clang ${MIN_CLANG} or newer (Debian/Ubuntu: apt-get install clang; Fedora/RHEL: dnf install clang; Alpine: apk add clang), or name one with --clang PATH`;
 
 function codedError(code, message) {
-  const err = new Error(message);
+  const err = /** @type {NodeJS.ErrnoException} */ (new Error(message));
   err.code = code;
   return err;
 }
@@ -43,7 +43,13 @@ function multiarchInclude() {
   return dir && fs.existsSync(path.join(dir, 'asm')) ? [`-idirafter${dir}`] : [];
 }
 
-/** The clang command line that compiles `source` for `arch` into `output`. */
+/**
+ * The clang command line that compiles `source` for `arch` into `output`.
+ * @param {string} source
+ * @param {string} output
+ * @param {{ arch?: string, includes?: string[], defines?: string[] }} [options] `includes`: directories (-I), `defines`: `NAME` or `NAME=VALUE` (-D)
+ * @returns {string[]}
+ */
 function clangArgs(source, output, { arch, includes = [], defines = [] } = {}) {
   const a = bpfArch(arch);
   return [

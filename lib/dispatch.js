@@ -49,7 +49,7 @@ function shortRecords({ state, decode, typeName, onError }) {
   let warned = false;
   return (len) => {
     state.decodeErrors++;
-    const err = new Error(`a record of ${len} bytes is shorter than ${typeName} (${decode.size} bytes): skipped`);
+    const err = /** @type {NodeJS.ErrnoException} */ (new Error(`a record of ${len} bytes is shorter than ${typeName} (${decode.size} bytes): skipped`));
     err.code = 'ERR_BPF_SHORT_RECORD';
     if (onError) {
       try {
@@ -119,7 +119,8 @@ function turnBudget() {
  * @param {object} o
  * @param {Function} o.callback `(record)`, `(cpu, record)` for perf buffers
  * @param {boolean} o.perCpu whether records carry a CPU (perf buffers)
- * @param {Function | null} o.decode a codec decoder, or null for raw Buffers
+ * @param {((data: Buffer, from: number, end: number, dv: DataView) => any) & { size: number } | null} o.decode
+ *   a codec decoder (`size`: of the type), or null for raw Buffers
  * @param {string} [o.typeName] the decoded type, for messages
  * @param {Function} [o.lost] `(count)`, `(cpu, count)` for perf buffers
  * @param {Function} [o.onError] gets an ERR_BPF_SHORT_RECORD Error per short record

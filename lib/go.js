@@ -36,7 +36,7 @@ function goStateName(status) {
 }
 
 function unsafePath(p, why, fix) {
-  const err = new Error(`${p} ${why}: node-libbpf runs and writes only what no other user can change; ${fix}`);
+  const err = /** @type {NodeJS.ErrnoException} */ (new Error(`${p} ${why}: node-libbpf runs and writes only what no other user can change; ${fix}`));
   err.code = 'ERR_BPF_UNSAFE_PATH';
   return err;
 }

@@ -63,7 +63,7 @@ function slotCounts(counts) {
 /** 1024 -> '1K', as bpftrace labels its buckets. */
 function short(v) {
   if (v === Infinity || v === -Infinity) return '...';
-  for (const [unit, size] of [['P', 2 ** 50], ['T', 2 ** 40], ['G', 2 ** 30], ['M', 2 ** 20], ['K', 2 ** 10]]) {
+  for (const [unit, size] of /** @type {[string, number][]} */ ([['P', 2 ** 50], ['T', 2 ** 40], ['G', 2 ** 30], ['M', 2 ** 20], ['K', 2 ** 10]])) {
     if (v >= size && v % size === 0) return `${v / size}${unit}`;
   }
   return String(v);
@@ -76,7 +76,12 @@ function label(b) {
   return `[${short(b.low)}, ${short(b.high)})`;
 }
 
-/** The histogram as bpftrace prints it: label, count, and a bar of @. */
+/**
+ * The histogram as bpftrace prints it: label, count, and a bar of `@`.
+ * @param {{ low: number, high: number, count: number }[]} buckets from log2Buckets or linearBuckets
+ * @param {{ title?: string, width?: number }} [options] `title` heads it (`@usecs:`); `width`: of the longest bar, 52 by default
+ * @returns {string}
+ */
 function formatHistogram(buckets, { title, width = 52 } = {}) {
   const lines = [];
   if (title) lines.push(`${title}:`);

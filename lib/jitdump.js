@@ -49,7 +49,7 @@ const MAGLEV_FLAG = '--no-maglev-inlining';
 const INLINED_MARK = `[holds inlined code: run node with ${MAGLEV_FLAG} to name it]`;
 
 function codedError(code, message) {
-  const err = new Error(message);
+  const err = /** @type {NodeJS.ErrnoException} */ (new Error(message));
   err.code = code;
   return err;
 }

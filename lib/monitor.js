@@ -64,7 +64,7 @@ const TABLES = [
 const TCP_LISTEN = 10;
 
 function codedError(code, message) {
-  const err = new Error(message);
+  const err = /** @type {NodeJS.ErrnoException} */ (new Error(message));
   err.code = code;
   return err;
 }

@@ -9,7 +9,7 @@
 function platformName() {
   let libc = '';
   if (process.platform === 'linux') {
-    const report = process.report?.getReport?.();
+    const report = /** @type {{ header?: { glibcVersionRuntime?: string } } | undefined} */ (process.report?.getReport?.());
     const glibc = report?.header?.glibcVersionRuntime;
     libc = glibc ? '-gnu' : '-musl';
   }
@@ -59,7 +59,7 @@ function load() {
   try {
     return require('../binding');
   } catch (err) {
-    const e = new Error(diagnose(err), { cause: err });
+    const e = /** @type {NodeJS.ErrnoException} */ (new Error(diagnose(err), { cause: err }));
     e.code = 'ERR_BPF_NATIVE_LOAD';
     throw e;
   }

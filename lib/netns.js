@@ -29,7 +29,7 @@ process.on('exit', () => {
 /** Throws ERR_BPF_INVALID_VALUE unless `value` is an integer from `min` to `max`. */
 function checkInteger(name, value, min, max) {
   if (Number.isInteger(value) && value >= min && value <= max) return;
-  const err = new Error(`dropRandom: ${name} ${util.inspect(value)} is not an integer from ${min} to ${max}: pass a number in that range`);
+  const err = /** @type {NodeJS.ErrnoException} */ (new Error(`dropRandom: ${name} ${util.inspect(value)} is not an integer from ${min} to ${max}: pass a number in that range`));
   err.code = 'ERR_BPF_INVALID_VALUE';
   throw err;
 }
@@ -74,6 +74,9 @@ function createVethPair(tag) {
      * set up and torn down without loss, its data and acks are not). As a
      * wire drops segments, not the 64 KiB GSO packets that cross a veth
      * pair whole, segmentation offload is turned off on both ends.
+     * @param {number} side 0 or 1
+     * @param {number} percent
+     * @param {{ dport?: number, all?: boolean }} [options] `all`: SYN, FIN and RST too
      */
     dropRandom(side, percent, { dport, all = false } = {}) {
       // the numbers go into nft's rule text: nothing else may

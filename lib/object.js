@@ -33,7 +33,7 @@ class BpfObject {
   /** Not for users: `loadBpfProgram()` opens objects. */
   constructor(handle) {
     if (!(handle instanceof native.ObjectHandle)) {
-      const err = new TypeError('BpfObject cannot be made with new: open one with loadBpfProgram(path)');
+      const err = /** @type {NodeJS.ErrnoException} */ (new TypeError('BpfObject cannot be made with new: open one with loadBpfProgram(path)'));
       err.code = 'ERR_INVALID_ARG_TYPE';
       throw err;
     }

@@ -13,12 +13,16 @@ const ROOT = path.join(__dirname, '..');
 const BPF_ARCH = { x64: 'x86', arm64: 'arm64' };
 
 function codedError(code, message) {
-  const err = new Error(message);
+  const err = /** @type {NodeJS.ErrnoException} */ (new Error(message));
   err.code = code;
   return err;
 }
 
-/** The BPF architecture name (`x86`, `arm64`) of `arch` (a Node arch or a BPF one; default: this process's). */
+/**
+ * The BPF architecture name (`x86`, `arm64`) of `arch` (a Node arch or a BPF one; default: this process's).
+ * @param {string} [arch]
+ * @returns {string}
+ */
 function bpfArch(arch = process.arch) {
   if (Object.hasOwn(BPF_ARCH, arch)) return BPF_ARCH[arch];
   if (Object.values(BPF_ARCH).includes(arch)) return arch;
@@ -28,7 +32,11 @@ function bpfArch(arch = process.arch) {
   );
 }
 
-/** The names of the objects the package ships for `arch`. */
+/**
+ * The names of the objects the package ships for `arch`.
+ * @param {{ arch?: string }} [options] `arch`: a Node arch (`x64`) or a BPF one (`x86`); this process's by default
+ * @returns {string[]}
+ */
 function objectNames({ arch } = {}) {
   const dir = path.join(ROOT, 'bpf', bpfArch(arch));
   if (!fs.existsSync(dir)) return [];
@@ -42,6 +50,9 @@ function objectNames({ arch } = {}) {
 /**
  * The path of a shipped object, e.g. `objectPath('syscall_hist')` ->
  * `.../node-libbpf/bpf/x86/syscall_hist.bpf.o` on x86_64.
+ * @param {string} name
+ * @param {{ arch?: string }} [options] as objectNames
+ * @returns {string}
  */
 function objectPath(name, { arch } = {}) {
   const dir = bpfArch(arch);

@@ -25,7 +25,7 @@ function sdk() {
     const { ValueType } = require('@opentelemetry/api');
     return { DataPointType, AggregationTemporality, ValueType };
   } catch (cause) {
-    const err = new Error('monitor.metricProducer() needs @opentelemetry/sdk-metrics and @opentelemetry/api: npm install @opentelemetry/sdk-metrics @opentelemetry/api', { cause });
+    const err = /** @type {NodeJS.ErrnoException} */ (new Error('monitor.metricProducer() needs @opentelemetry/sdk-metrics and @opentelemetry/api: npm install @opentelemetry/sdk-metrics @opentelemetry/api', { cause }));
     err.code = 'MODULE_NOT_FOUND';
     throw err;
   }

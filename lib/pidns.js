@@ -25,7 +25,7 @@ const { objectPath } = require('./objects');
 const INIT_PID_NS = 0xeffffffc;
 
 function codedError(code, message) {
-  const err = new Error(message);
+  const err = /** @type {NodeJS.ErrnoException} */ (new Error(message));
   err.code = code;
   return err;
 }

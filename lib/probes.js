@@ -186,12 +186,15 @@ function listKernelFunctions(glob, bpf = native) {
  * }]` (uprobes), `[{ kind, label, name }]` (kprobes). `pid`: the traced
  * process, whose libraries `u:c:...` means. A spec that matches nothing
  * is an error.
+ * @param {string[]} specs
+ * @param {{ pid?: number, bpf?: typeof native }} [options] `bpf`: the addon (tests pass another)
  */
 function expand(specs, { pid, bpf = native } = {}) {
   const probes = [];
   const seen = new Set();
   for (const spec of specs) {
     const p = parseSpec(spec);
+    /** @type {{ kind: string, label: string, name: string, category?: string, binary?: string, offset?: number }[]} */
     let found;
     if (p.kind === 'tracepoint') {
       found = listTracepoints(p.category, p.pattern).map((t) => ({ kind: 'tracepoint', label: `${t.category}:${t.name}`, ...t }));
@@ -235,6 +238,9 @@ function expand(specs, { pid, bpf = native } = {}) {
  * Returns `{ links, failed, perfEvents }`: `failed` lists `{ probe, error }`
  * for the probes that could not attach (it throws when none could);
  * `perfEvents` is how many perf events the links hold (slow to close).
+ * @param {any} obj a BpfObject (loadBpfProgram), with the programs named below
+ * @param {ReturnType<typeof expand>} probes
+ * @param {{ tracepoint?: string, uprobe?: string, syscalls?: { enter: string, exit: string, enterMap: string, exitMap: string }, pid?: number, perProbeWithoutCookies?: boolean }} [options]
  */
 function attach(obj, probes, { tracepoint, uprobe, syscalls, pid, perProbeWithoutCookies } = {}) {
   const links = [];
@@ -282,7 +288,7 @@ function attach(obj, probes, { tracepoint, uprobe, syscalls, pid, perProbeWithou
     links.push(obj.attachRawTracepoint(`sys_${dir}`, syscalls[dir]));
   }
   if (failed.length === probes.length) throw failed[0].error;
-  return { links, failed, perfEvents: links.length - (raw.enter.length > 0) - (raw.exit.length > 0) };
+  return { links, failed, perfEvents: links.length - Number(raw.enter.length > 0) - Number(raw.exit.length > 0) };
 }
 
 /** The error of a probe past the last program of its kind on a kernel without attach cookies. */

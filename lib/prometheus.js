@@ -42,7 +42,7 @@ function values(def, snapshot) {
  */
 function registerPrometheus(monitor, registry) {
   if (!registry || typeof registry.registerMetric !== 'function') {
-    const err = new TypeError('registerPrometheus(registry): registry must be a prom-client Registry (require(\'prom-client\').register, or new Registry())');
+    const err = /** @type {NodeJS.ErrnoException} */ (new TypeError('registerPrometheus(registry): registry must be a prom-client Registry (require(\'prom-client\').register, or new Registry())'));
     err.code = 'ERR_INVALID_ARG_TYPE';
     throw err;
   }

@@ -29,6 +29,7 @@ const EFAULT = 14; // bpf_get_stackid: no stack of that kind (a kernel thread's 
  * which flag names them, unless the process runs with --no-maglev-inlining.
  */
 class StackSymbolizer {
+  /** @param {Pick<typeof import('./native'), 'Symbolizer'>} [bpf] what makes the Symbolizer: the addon (default) or the package entry */
   constructor(bpf = native) {
     this.symbolizer = new bpf.Symbolizer();
     this.cache = new Map(); // 'k' or pid -> Map(address -> [name, innermost first])

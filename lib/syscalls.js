@@ -53,6 +53,7 @@ class SyscallLatency {
    * that unit, for lhist-like slots instead of log2; `syscalls`: only these
    * names (default: every syscall); `perContainer`: a row per cgroup and
    * syscall.
+   * @param {{ unit?: 'ns' | 'us' | 'ms', linear?: { min: number, max: number, step: number }, syscalls?: string[], perContainer?: boolean }} [options]
    */
   constructor({ unit = 'us', linear, syscalls, perContainer = false } = {}) {
     if (!UNITS[unit]) throw new Error(`unknown unit ${unit}: ns, us or ms`);

@@ -45,7 +45,7 @@ async function traceSyscalls({ description, object, workload, nodeArgs = [], sys
       printEvent(opts, event, details);
     };
     // durations, returns and user-space addresses as numbers: exact, far below 2^53
-    const options = { type, int64: 'number' };
+    const options = { type, int64: /** @type {const} */ ('number') };
     const map = obj.getMap('events');
     events =
       buffer === 'perf'

@@ -36,7 +36,7 @@ const LIMITS = {
 const U64_MAX = 2n ** 64n - 1n;
 
 function codedError(code, message) {
-  const err = new Error(message);
+  const err = /** @type {NodeJS.ErrnoException} */ (new Error(message));
   err.code = code;
   return err;
 }
@@ -52,6 +52,10 @@ function show(value) {
 /**
  * `value` if it is an integer from `min` to `max`; undefined stays
  * undefined (null too: not given). `where` names the call.
+ * @param {string} where
+ * @param {string} name
+ * @param {any} value
+ * @param {readonly number[]} range `[min, max]`, inclusive (a LIMITS entry)
  */
 function integer(where, name, value, [min, max]) {
   if (value === undefined || value === null) return undefined;

@@ -45,6 +45,8 @@ function aptInstall(cmd, packages, log) {
 /**
  * The pristine tree `base` of Debian `suite`, made with debootstrap when
  * missing (its facts in `base + '.json'`): `{ made, suite, mirror, seconds, date }`.
+ * @param {string} base
+ * @param {{ suite?: string, log?: (line: string) => void }} [options]
  */
 async function ensureDebianRoot(base, { suite = 'bullseye', log = () => {} } = {}) {
   const info = `${base}.json`;

@@ -100,7 +100,12 @@ function run(cmd, args, opts = {}) {
   return r.stdout;
 }
 
-/** A process with its output collected; `waitFor(re)` resolves with the match on stdout+stderr, `exited` with `{ code, stdout, stderr }`. */
+/**
+ * A process with its output collected; `waitFor(re)` resolves with the match on stdout+stderr, `exited` with `{ code, stdout, stderr }`.
+ * @param {string} cmd
+ * @param {string[]} args
+ * @param {{ timeoutMs?: number, env?: NodeJS.ProcessEnv }} [options]
+ */
 function start(cmd, args, { timeoutMs = 120000, env } = {}) {
   const child = spawn(cmd, args, { stdio: ['pipe', 'pipe', 'pipe'], env: env || process.env });
   const out = { stdout: '', stderr: '' };
@@ -645,7 +650,9 @@ async function main() {
   try {
     await prepare();
     before = true;
-    for (const [name, fn] of [['service', serviceScenarios], ['refused', refusedScenarios], ['stackcount', stackcountScenario], ['cgroups', cgroupScenario], ['bad input', badInputScenarios]]) {
+    /** @type {[string, () => Promise<void>][]} */
+    const scenarios = [['service', serviceScenarios], ['refused', refusedScenarios], ['stackcount', stackcountScenario], ['cgroups', cgroupScenario], ['bad input', badInputScenarios]];
+    for (const [name, fn] of scenarios) {
       const t = Date.now();
       try {
         await fn();

@@ -78,7 +78,12 @@ async function timed(name, fn) {
   }
 }
 
-/** Runs `cmd args` to its end (killed by pid after `timeoutMs`): `{ code, stdout, stderr, ms }`. */
+/**
+ * Runs `cmd args` to its end (killed by pid after `timeoutMs`): `{ code, stdout, stderr, ms }`.
+ * @param {string} cmd
+ * @param {string[]} args
+ * @param {{ timeoutMs?: number, env?: NodeJS.ProcessEnv, onStderr?: (stderr: string) => void }} [options] `onStderr` sees the stderr so far at each chunk
+ */
 function exec(cmd, args, { timeoutMs = 120000, env, onStderr } = {}) {
   return new Promise((resolve) => {
     const start = Date.now();
@@ -561,7 +566,7 @@ function hostMain() {
     stdio: 'inherit',
     env: { ...process.env, NODE_LIBBPF_PACKAGE_NS: '1' },
   });
-  for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => child.kill(signal));
+  for (const signal of /** @type {const} */ (['SIGINT', 'SIGTERM'])) process.on(signal, () => child.kill(signal));
   child.on('close', (code, signal) => {
     process.exitCode = code ?? (signal ? 1 : 0);
   });

@@ -71,7 +71,12 @@ async function timed(name, fn) {
   }
 }
 
-/** Runs `cmd args` to its end (killed by pid after `timeoutMs`): `{ code, stdout, stderr, ms }`. */
+/**
+ * Runs `cmd args` to its end (killed by pid after `timeoutMs`): `{ code, stdout, stderr, ms }`.
+ * @param {string} cmd
+ * @param {string[]} args
+ * @param {{ timeoutMs?: number, input?: string, env?: NodeJS.ProcessEnv, cwd?: string, onStderr?: (stderr: string) => void }} [options] `onStderr` sees the stderr so far at each chunk
+ */
 function exec(cmd, args, { timeoutMs = 120000, input, env, cwd, onStderr } = {}) {
   return new Promise((resolve) => {
     const start = Date.now();
@@ -510,7 +515,7 @@ function hostMain() {
     stdio: 'inherit',
     env: { ...process.env, NODE_LIBBPF_PACKAGE_NS: '1' },
   });
-  for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => child.kill(signal));
+  for (const signal of /** @type {const} */ (['SIGINT', 'SIGTERM'])) process.on(signal, () => child.kill(signal));
   child.on('close', (code, signal) => {
     // the namespace's mounts went with it; the overlay's upper layer is a plain directory
     process.exitCode = code ?? (signal ? 1 : 0);

@@ -4,6 +4,7 @@
 const { built } = require('./build');
 const { runConsumerProcess } = require('./consumer_process');
 
+/** @type {[id: string, mode: string, label: string, extra?: object][]} */
 const MODES = [
   ['c-ring-nowakeup', 'ring-nowakeup', 'C libbpf ring, BPF_RB_NO_WAKEUP + consume every 10 ms', { ref: true }],
   ['c-ring-wakeup', 'ring-wakeup', 'C libbpf ring, default wakeups'],

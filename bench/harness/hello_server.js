@@ -17,7 +17,7 @@ function helloServer(onListening = () => {}) {
     res.end(body);
   });
   server.listen(0, '127.0.0.1', () => {
-    process.stdout.write(`${JSON.stringify({ port: server.address().port })}\n`);
+    process.stdout.write(`${JSON.stringify({ port: /** @type {import('node:net').AddressInfo} */ (server.address()).port })}\n`);
     setInterval(() => process.stdout.write(`{"t":${process.hrtime.bigint()},"n":${served}}\n`), 50);
     onListening();
   });

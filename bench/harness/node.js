@@ -10,6 +10,7 @@ const CONSUMER = path.join(__dirname, '..', 'node_consumer.js');
 // embedders, hardened deployments)
 const NO_CODEGEN = ['--disallow-code-generation-from-strings'];
 
+/** @type {[id: string, mode: string, label: string, flags?: string[]][]} */
 const ROWS = [
   ['node-ring-typed', 'ring-typed', 'node-libbpf ring → objects ({ type }), BPF_RB_NO_WAKEUP'],
   ['node-ring-typed-nocodegen', 'ring-typed', 'node-libbpf ring → objects ({ type }), BPF_RB_NO_WAKEUP, node --disallow-code-generation-from-strings', NO_CODEGEN],
@@ -22,6 +23,7 @@ const ROWS = [
   ['node-backpressure', 'backpressure', 'node-libbpf ring → objects, 20 µs callback (backpressure)'],
 ];
 
+/** @type {[id: string, mode: string, what: string, flags?: string[]][]} */
 const PATCHED = [
   ['ring-typed', 'ring-typed', 'ring → objects ({ type }), BPF_RB_NO_WAKEUP'],
   ['ring-typed-nocodegen', 'ring-typed', 'ring → objects ({ type }), BPF_RB_NO_WAKEUP, node --disallow-code-generation-from-strings', NO_CODEGEN],

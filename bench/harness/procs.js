@@ -7,9 +7,27 @@ const { spawn, spawnSync } = require('node:child_process');
 
 const children = new Set();
 
-/** Starts a child; its stdout lines collect in `child.lines` ({ line, at }). */
+/**
+ * A child of start(), with what it adds.
+ * @typedef {import('node:child_process').ChildProcessWithoutNullStreams & {
+ *   exited: Promise<{ code: number | null, signal: NodeJS.Signals | null }>,
+ *   closed?: boolean,
+ *   stderrText: string,
+ *   lines: { line: string, at: bigint }[],
+ *   waiters: (() => void)[],
+ * }} Child
+ */
+
+/**
+ * Starts a child; its stdout lines collect in `child.lines` ({ line, at }).
+ * @param {string} cmd
+ * @param {string[]} argv
+ * @param {import('node:child_process').SpawnOptions} [opts]
+ * @param {{ readStdout?: boolean }} [options]
+ * @returns {Child}
+ */
 function start(cmd, argv, opts = {}, { readStdout = true } = {}) {
-  const child = spawn(cmd, argv, { stdio: ['pipe', 'pipe', 'pipe'], ...opts });
+  const child = /** @type {Child} */ (spawn(cmd, argv, { stdio: ['pipe', 'pipe', 'pipe'], ...opts }));
   children.add(child);
   // 'exit', not 'close': a child whose stdout went to another child never closes it here
   child.exited = new Promise((resolve) => child.on('exit', (code, signal) => {

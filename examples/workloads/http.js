@@ -47,7 +47,7 @@ function get(port) {
 async function main() {
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
-  const { port } = server.address();
+  const { port } = /** @type {import('net').AddressInfo} */ (server.address());
   if (values.requests === undefined) {
     setInterval(() => get(port), 50);
   } else {

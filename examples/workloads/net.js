@@ -9,7 +9,7 @@ async function listen(host) {
   const server = http.createServer((req, res) => res.end('ok\n'));
   server.listen(0, host);
   await once(server, 'listening');
-  return server.address().port;
+  return /** @type {import('net').AddressInfo} */ (server.address()).port;
 }
 
 function get(host, port) {

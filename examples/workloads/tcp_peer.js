@@ -47,7 +47,7 @@ function server() {
     sock.on('end', () => sock.end());
     sock.on('error', () => {});
   });
-  srv.listen(Number(port), hosts, () => print({ ready: 'server', address: endpoint(hosts, srv.address().port) }));
+  srv.listen(Number(port), hosts, () => print({ ready: 'server', address: endpoint(hosts, /** @type {import('net').AddressInfo} */ (srv.address()).port) }));
 }
 
 async function transfer(host) {
@@ -74,7 +74,7 @@ async function transfer(host) {
   if (reply !== `ok ${bytes}`) throw new Error(`the server says ${JSON.stringify(reply)}`);
   print({ local: endpoint(sock.localAddress, sock.localPort), remote: endpoint(sock.remoteAddress, sock.remotePort), bytes, ms: Date.now() - start });
   if (hold) await nextLine();
-  await new Promise((resolve) => sock.end(resolve));
+  await /** @type {Promise<void>} */ (new Promise((resolve) => sock.end(resolve)));
   sock.destroy();
 }
 

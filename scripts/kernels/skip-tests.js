@@ -10,9 +10,10 @@ function skipTests(skips, prefix) {
   const file = path.basename(process.argv[1] || '');
   const mine = skips.filter((s) => s.file === file);
   if (!mine.length) return;
-  const load = Module._load;
+  const internal = /** @type {any} */ (Module); // Module._load is internal: @types/node does not declare it
+  const load = internal._load;
   let wrapped;
-  Module._load = function (request, ...rest) {
+  internal._load = function (request, ...rest) {
     const real = load.call(this, request, ...rest);
     if (request !== 'node:test' && request !== 'test') return real;
     if (!wrapped) {

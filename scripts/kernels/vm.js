@@ -42,6 +42,7 @@ function fields(line) {
  * resolves `{ result, booted, smoke, log, seconds, timedOut, exit }`.
  * `onLine` sees every console line. `qemu` and `args` boot another
  * architecture (arm64.js: qemu-system-aarch64).
+ * @param {{ name: string, kernel: string, initrd: string, logFile: string, timeoutMs: number, onLine?: (line: string) => void, qemu?: string, args?: string[] }} options
  */
 function bootAndTest({ name, kernel, initrd, logFile, timeoutMs, onLine = () => {}, qemu: qemuBin = 'qemu-system-x86_64', args }) {
   return new Promise((resolve, reject) => {
