@@ -10,9 +10,9 @@ use napi_derive::napi;
 
 use crate::{
   error::{err, guard, BpfError, BpfResult, Code, Result},
-  kernel, options,
+  kernel,
   object::{program_name, ObjectHandle, ProgramArg},
-  perf_event,
+  options, perf_event,
   program::BpfProgram,
   state::{borrow, Shared, Stage},
 };
@@ -31,10 +31,10 @@ impl BpfLink {
   #[napi]
   pub fn detach(&self) -> Result<()> {
     guard(|| {
-        let link = borrow(&self.state)?.links.remove(&self.id);
-        let _hooks = crate::release::hooks();
-        drop(link);
-        Ok(())
+      let link = borrow(&self.state)?.links.remove(&self.id);
+      let _hooks = crate::release::hooks();
+      drop(link);
+      Ok(())
     })
   }
 
@@ -124,8 +124,10 @@ const KPROBE: Expect = Expect(&[ProgramType::Kprobe], "SEC(\"kprobe/...\") or SE
 const UPROBE: Expect = Expect(&[ProgramType::Kprobe], "SEC(\"uprobe\") or SEC(\"uretprobe\")");
 const USDT: Expect = Expect(&[ProgramType::Kprobe], "SEC(\"usdt\")");
 const TRACEPOINT: Expect = Expect(&[ProgramType::Tracepoint], "SEC(\"tp/<category>/<name>\")");
-const RAW_TRACEPOINT: Expect =
-  Expect(&[ProgramType::RawTracepoint, ProgramType::RawTracepointWritable, ProgramType::Tracing], "SEC(\"raw_tp/<name>\") or SEC(\"tp_btf/<name>\")");
+const RAW_TRACEPOINT: Expect = Expect(
+  &[ProgramType::RawTracepoint, ProgramType::RawTracepointWritable, ProgramType::Tracing],
+  "SEC(\"raw_tp/<name>\") or SEC(\"tp_btf/<name>\")",
+);
 const PERF_EVENT: Expect = Expect(&[ProgramType::PerfEvent], "SEC(\"perf_event\")");
 const ANY: Expect = Expect(&[], "");
 
@@ -169,19 +171,19 @@ impl ObjectHandle {
       return self.ksyscall(&func, syscall, prog, retprobe, cookie);
     }
     let opts = libbpf_rs::KprobeOpts { cookie, ..Default::default() };
-    self.attach_with(&prog, format!("{kind} {func}"), KPROBE, |p| {
-      match p.attach_kprobe_with_opts(retprobe, &func, opts) {
-        Ok(link) => Ok(vec![link]),
-        Err(e) if !kernel::kprobes_available() => Err(kprobes_unavailable(&func, &format!("{kind} {func}"), retprobe, &e)),
-        Err(e) => Err(match crate::error::errno_of(&e) {
-          Some(libc::ENOENT) | Some(libc::EINVAL) => BpfError::new(
-            Code::UnknownName,
-            format!("{func} is not a kernel function that can be probed (see /proc/kallsyms and {}/available_filter_functions)",
-              kernel::tracefs_root().unwrap_or("/sys/kernel/tracing")),
+    self.attach_with(&prog, format!("{kind} {func}"), KPROBE, |p| match p.attach_kprobe_with_opts(retprobe, &func, opts) {
+      Ok(link) => Ok(vec![link]),
+      Err(e) if !kernel::kprobes_available() => Err(kprobes_unavailable(&func, &format!("{kind} {func}"), retprobe, &e)),
+      Err(e) => Err(match crate::error::errno_of(&e) {
+        Some(libc::ENOENT) | Some(libc::EINVAL) => BpfError::new(
+          Code::UnknownName,
+          format!(
+            "{func} is not a kernel function that can be probed (see /proc/kallsyms and {}/available_filter_functions)",
+            kernel::tracefs_root().unwrap_or("/sys/kernel/tracing")
           ),
-          _ => BpfError::libbpf(Code::Attach, kind, &e),
-        }),
-      }
+        ),
+        _ => BpfError::libbpf(Code::Attach, kind, &e),
+      }),
     })
   }
 
@@ -238,7 +240,9 @@ impl ObjectHandle {
       Either::A(symbol) => (0usize, Some(symbol.clone()), symbol.clone()),
       Either::B(offset) => {
         let offset = options::integer(call, "offset", *offset, options::OFFSET)?;
-        let at = usize::try_from(offset).map_err(|_| BpfError::new(Code::InvalidValue, format!("{call}: offset {offset} is beyond this machine's addresses")))?;
+        let at = usize::try_from(offset).map_err(|_| {
+          BpfError::new(Code::InvalidValue, format!("{call}: offset {offset} is beyond this machine's addresses"))
+        })?;
         (at, None, format!("0x{offset:x}"))
       }
     };
@@ -284,11 +288,8 @@ fn resolve_binary(binary: &str) -> BpfResult<String> {
     return Ok(binary.to_string());
   }
   if !binary.contains('/') {
-    if let Some(found) = std::env::var_os("PATH")
-      .iter()
-      .flat_map(std::env::split_paths)
-      .map(|dir| dir.join(binary))
-      .find(|p| p.is_file())
+    if let Some(found) =
+      std::env::var_os("PATH").iter().flat_map(std::env::split_paths).map(|dir| dir.join(binary)).find(|p| p.is_file())
     {
       return Ok(found.to_string_lossy().into_owned());
     }
@@ -311,9 +312,7 @@ impl ObjectHandle {
     #[napi(ts_arg_type = "BpfProgram | string")] prog: ProgramArg<'_>,
     options: Option<AttachOptions>,
   ) -> Result<BpfLink> {
-    guard(|| {
-      self.kprobe(func_name, prog, false, options)
-    })
+    guard(|| self.kprobe(func_name, prog, false, options))
   }
 
   /// Attaches a program to the return of kernel function `funcName` (see
@@ -325,9 +324,7 @@ impl ObjectHandle {
     #[napi(ts_arg_type = "BpfProgram | string")] prog: ProgramArg<'_>,
     options: Option<AttachOptions>,
   ) -> Result<BpfLink> {
-    guard(|| {
-      self.kprobe(func_name, prog, true, options)
-    })
+    guard(|| self.kprobe(func_name, prog, true, options))
   }
 
   /// Attaches a `SEC("tp/...")` program to the tracepoint `category:name`
@@ -344,15 +341,14 @@ impl ObjectHandle {
     options: Option<AttachOptions>,
   ) -> Result<BpfLink> {
     guard(|| {
-      let opts = TracepointOpts { cookie: cookie("attachTracepoint", &options.unwrap_or_default().cookie)?, ..Default::default() };
+      let opts =
+        TracepointOpts { cookie: cookie("attachTracepoint", &options.unwrap_or_default().cookie)?, ..Default::default() };
       if !kernel::tracepoint_exists(&category, &name)? {
         let root = kernel::tracefs_root()?;
-        return Err(
-          BpfError::new(
-            Code::UnknownName,
-            format!("tracepoint {category}:{name} does not exist on this kernel (see {root}/events/{category}/)"),
-          ),
-        );
+        return Err(BpfError::new(
+          Code::UnknownName,
+          format!("tracepoint {category}:{name} does not exist on this kernel (see {root}/events/{category}/)"),
+        ));
       }
       self.attach_with(&prog, format!("tracepoint {category}:{name}"), TRACEPOINT, |p| {
         p.attach_tracepoint_with_opts(TracepointCategory::Custom(category.clone()), &name, opts)
@@ -393,10 +389,16 @@ impl ObjectHandle {
           let section = p.section().to_string_lossy().into_owned();
           let target = section.strip_prefix("tp_btf/").unwrap_or(&section);
           if target != name {
-            return err(Code::InvalidArg, format!("a SEC(\"{section}\") program attaches to the raw tracepoint {target}, not {name}"));
+            return err(
+              Code::InvalidArg,
+              format!("a SEC(\"{section}\") program attaches to the raw tracepoint {target}, not {name}"),
+            );
           }
           if cookie != 0 {
-            return err(Code::NotSupported, format!("a SEC(\"{section}\") program takes no cookie; use a SEC(\"raw_tp/{name}\") program for one"));
+            return err(
+              Code::NotSupported,
+              format!("a SEC(\"{section}\") program takes no cookie; use a SEC(\"raw_tp/{name}\") program for one"),
+            );
           }
           return p.attach_trace().map(|l| vec![l]).map_err(|e| BpfError::libbpf(Code::Attach, "tp_btf tracepoint", &e));
         }
@@ -418,9 +420,7 @@ impl ObjectHandle {
     #[napi(ts_arg_type = "BpfProgram | string")] prog: ProgramArg<'_>,
     options: Option<UprobeOptions>,
   ) -> Result<BpfLink> {
-    guard(|| {
-      self.uprobe(binary_path, symbol_or_offset, prog, false, options)
-    })
+    guard(|| self.uprobe(binary_path, symbol_or_offset, prog, false, options))
   }
 
   /// Attaches a program to the return of a user-space function (see
@@ -433,9 +433,7 @@ impl ObjectHandle {
     #[napi(ts_arg_type = "BpfProgram | string")] prog: ProgramArg<'_>,
     options: Option<UprobeOptions>,
   ) -> Result<BpfLink> {
-    guard(|| {
-      self.uprobe(binary_path, symbol_or_offset, prog, true, options)
-    })
+    guard(|| self.uprobe(binary_path, symbol_or_offset, prog, true, options))
   }
 
   /// Attaches a `SEC("uprobe.multi")` program to many functions of one
@@ -463,21 +461,21 @@ impl ObjectHandle {
         Either::B(list) => (String::new(), list),
       };
       if !cookies.is_empty() && cookies.len() != syms.len() {
-        return Err(
-          BpfError::new(
-            Code::InvalidValue,
-            format!("give one cookie per symbol: {} cookies for {} symbols (cookies need a list of symbols, not a pattern)", cookies.len(), syms.len()),
+        return Err(BpfError::new(
+          Code::InvalidValue,
+          format!(
+            "give one cookie per symbol: {} cookies for {} symbols (cookies need a list of symbols, not a pattern)",
+            cookies.len(),
+            syms.len()
           ),
-        );
+        ));
       }
       let what = if pattern.is_empty() { format!("{} functions", syms.len()) } else { pattern.clone() };
       if !kernel::uprobe_multi_available() {
-        return Err(
-          BpfError::new(
-            Code::NotSupported,
-            "this kernel has no uprobe.multi links (Linux 6.6+): attach each function with attachUprobe() instead",
-          ),
-        );
+        return Err(BpfError::new(
+          Code::NotSupported,
+          "this kernel has no uprobe.multi links (Linux 6.6+): attach each function with attachUprobe() instead",
+        ));
       }
       let opts = libbpf_rs::UprobeMultiOpts { syms, cookies, retprobe: options.retprobe.unwrap_or(false), ..Default::default() };
       self.attach_with(&prog, format!("uprobe.multi {binary}:{what}"), UPROBE, |p| {
@@ -528,7 +526,11 @@ impl ObjectHandle {
   /// Attaches a `SEC("perf_event")` program to a sampling perf event: one
   /// event per online CPU unless `cpu` or `pid` narrows it.
   #[napi]
-  pub fn attach_perf_event(&self, #[napi(ts_arg_type = "BpfProgram | string")] prog: ProgramArg<'_>, options: Option<PerfEventOptions>) -> Result<BpfLink> {
+  pub fn attach_perf_event(
+    &self,
+    #[napi(ts_arg_type = "BpfProgram | string")] prog: ProgramArg<'_>,
+    options: Option<PerfEventOptions>,
+  ) -> Result<BpfLink> {
     guard(|| {
       let options = options.unwrap_or_default();
       let call = "attachPerfEvent";
@@ -549,11 +551,7 @@ impl ObjectHandle {
         (Some(period), _) => (false, period),
         (None, f) => (true, options::integer_or(call, "frequency", f, 99, (1, perf_event::max_sample_rate()))?),
       };
-      let target = format!(
-        "perf event {event} at {} {}",
-        sample,
-        if freq { "Hz" } else { "events/sample" }
-      );
+      let target = format!("perf event {event} at {} {}", sample, if freq { "Hz" } else { "events/sample" });
       self.attach_with(&prog, target, PERF_EVENT, |p| {
         let mut links = Vec::new();
         for cpu in cpus {
@@ -613,7 +611,6 @@ impl ObjectHandle {
     })
   }
 }
-
 
 // (a block of its own, beside the attach calls, not in program.rs)
 #[napi]

@@ -101,8 +101,7 @@ pub fn named_types<'b>(btf: &'b Btf<'_>) -> impl Iterator<Item = BtfType<'b>> + 
 
 /// The names of the object's structs (for error messages).
 pub fn struct_names(btf: &Btf<'_>) -> Vec<String> {
-  let mut names: Vec<String> =
-    named_types(btf).filter(|t| t.kind() == BtfKind::Struct).map(|t| name_of(t.name())).collect();
+  let mut names: Vec<String> = named_types(btf).filter(|t| t.kind() == BtfKind::Struct).map(|t| name_of(t.name())).collect();
   names.sort();
   names.dedup();
   names

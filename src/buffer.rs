@@ -108,7 +108,12 @@ impl NativeBuffer {
   /// buffers). Returns how many records it copied (0: none wait), or,
   /// negative, minus the bytes `data` needs to hold the next record.
   #[napi]
-  pub fn fill(&self, mut data: Uint8ArraySlice<'_>, mut ends: Uint32ArraySlice<'_>, mut cpus: Option<Uint32ArraySlice<'_>>) -> Result<f64> {
+  pub fn fill(
+    &self,
+    mut data: Uint8ArraySlice<'_>,
+    mut ends: Uint32ArraySlice<'_>,
+    mut cpus: Option<Uint32ArraySlice<'_>>,
+  ) -> Result<f64> {
     // SAFETY: three distinct ArrayBuffers of the dispatcher's own
     // (lib/dispatch.js; this class is not exported to users), written here
     // on the JS thread, which runs no JavaScript until this call returns.
@@ -163,13 +168,18 @@ pub(crate) fn open_perf(req: OpenRequest<'_>) -> BpfResult<(NativeBuffer, Arc<Si
   let page_count = options::integer_or(req.method, "pageCount", req.options.page_count, DEFAULT_PERF_PAGES, options::PAGE_COUNT)?;
   if !page_count.is_power_of_two() {
     let (min, max) = options::PAGE_COUNT;
-    return err(Code::InvalidValue, format!("{}: pageCount must be a power of two from {min} to {max} (try 64); got {page_count}", req.method));
+    return err(
+      Code::InvalidValue,
+      format!("{}: pageCount must be a power of two from {min} to {max} (try 64); got {page_count}", req.method),
+    );
   }
   let page_count = page_count as u32; // at most PAGE_COUNT's 8192
   let size = u64::from(page_count) * page_size() as u64;
   let wakeup = options::integer_or(req.method, "wakeupBytes", req.options.wakeup_bytes, size / 4, (1, size))?.min(size / 2);
   let cpus = libbpf_rs::num_possible_cpus().unwrap_or(1);
-  open(req, cpus, true, move |map, collector| Ok(Box::new(PerfSource::new(map, collector, page_count, wakeup as u32)?) as Box<dyn Source>))
+  open(req, cpus, true, move |map, collector| {
+    Ok(Box::new(PerfSource::new(map, collector, page_count, wakeup as u32)?) as Box<dyn Source>)
+  })
 }
 
 fn open(
@@ -178,8 +188,10 @@ fn open(
   per_cpu: bool,
   make_source: impl FnOnce(MapHandle, Collector) -> BpfResult<Box<dyn Source>>,
 ) -> BpfResult<(NativeBuffer, Arc<Sink>)> {
-  let queue = options::integer_or(req.method, "queueSize", req.options.queue_size, DEFAULT_QUEUE_BATCHES, options::QUEUE_SIZE)? as usize;
-  let interval = options::integer_or(req.method, "pollInterval", req.options.poll_interval, DEFAULT_POLL_INTERVAL_MS, options::POLL_INTERVAL)?;
+  let queue =
+    options::integer_or(req.method, "queueSize", req.options.queue_size, DEFAULT_QUEUE_BATCHES, options::QUEUE_SIZE)? as usize;
+  let interval =
+    options::integer_or(req.method, "pollInterval", req.options.poll_interval, DEFAULT_POLL_INTERVAL_MS, options::POLL_INTERVAL)?;
   let interval = Duration::from_millis(interval);
   let poller = poller()?;
   let doorbell = Arc::new(Doorbell::default());
@@ -313,11 +325,14 @@ fn parse_perf_record(bytes: &[u8]) -> PerfRecord<'_> {
 /// # Safety
 /// `ctx` is the PerfSource's boxed collector and `header` a whole,
 /// contiguous record, as perf_buffer__new_raw promises.
-unsafe extern "C" fn on_perf_event(ctx: *mut c_void, cpu: c_int, header: *mut libbpf_sys::perf_event_header) -> libbpf_sys::bpf_perf_event_ret {
+unsafe extern "C" fn on_perf_event(
+  ctx: *mut c_void,
+  cpu: c_int,
+  header: *mut libbpf_sys::perf_event_header,
+) -> libbpf_sys::bpf_perf_event_ret {
   // SAFETY: see the function's contract; the header's size covers the record.
-  let (collector, bytes) = unsafe {
-    (&mut *ctx.cast::<Collector>(), std::slice::from_raw_parts(header.cast::<u8>(), usize::from((*header).size)))
-  };
+  let (collector, bytes) =
+    unsafe { (&mut *ctx.cast::<Collector>(), std::slice::from_raw_parts(header.cast::<u8>(), usize::from((*header).size))) };
   match parse_perf_record(bytes) {
     PerfRecord::Sample(data) => collector.push(cpu as u32, data),
     PerfRecord::Lost(n) => collector.kernel_lost(cpu as u32, n),
@@ -340,9 +355,12 @@ impl PerfSource {
     attr.__bindgen_anon_2.wakeup_watermark = wakeup_bytes;
     let mut collector = Box::new(collector);
     let ctx = (&mut *collector as *mut Collector).cast();
-    let opts = libbpf_sys::perf_buffer_raw_opts { sz: std::mem::size_of::<libbpf_sys::perf_buffer_raw_opts>() as _, ..Default::default() };
+    let opts =
+      libbpf_sys::perf_buffer_raw_opts { sz: std::mem::size_of::<libbpf_sys::perf_buffer_raw_opts>() as _, ..Default::default() };
     // SAFETY: a valid fd, attr and options; the boxed collector outlives the buffer.
-    let pb = unsafe { libbpf_sys::perf_buffer__new_raw(map.as_fd().as_raw_fd(), page_count as _, &mut attr, Some(on_perf_event), ctx, &opts) };
+    let pb = unsafe {
+      libbpf_sys::perf_buffer__new_raw(map.as_fd().as_raw_fd(), page_count as _, &mut attr, Some(on_perf_event), ctx, &opts)
+    };
     // SAFETY: libbpf_get_error takes any pointer libbpf returned.
     let code = unsafe { libbpf_sys::libbpf_get_error(pb.cast()) };
     if pb.is_null() || code != 0 {

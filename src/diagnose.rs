@@ -14,13 +14,8 @@ use crate::{
 /// section, and the log's tail (`programs`: (name, section) of each).
 pub(crate) fn load_error(source: &str, programs: &[(String, String)], e: &libbpf_rs::Error) -> BpfError {
   let log = libbpf_log::tail(40);
-  let failed_prog = log
-    .iter()
-    .find_map(|l| l.split("prog '").nth(1).and_then(|r| r.split('\'').next()))
-    .map(str::to_string);
-  let section = |name: &str| {
-    programs.iter().find(|(n, _)| n == name).map(|(_, s)| s.clone()).unwrap_or_default()
-  };
+  let failed_prog = log.iter().find_map(|l| l.split("prog '").nth(1).and_then(|r| r.split('\'').next())).map(str::to_string);
+  let section = |name: &str| programs.iter().find(|(n, _)| n == name).map(|(_, s)| s.clone()).unwrap_or_default();
   if crate::error::errno_of(e) == Some(libc::ESRCH) && log.iter().any(|l| l.contains("kernel BTF is missing")) {
     if let Some(fix) = crate::privileges::missing_btf(None) {
       return BpfError::new(Code::NotFound, format!("loading {source} into the kernel failed: {fix}"));
@@ -90,9 +85,7 @@ pub(crate) fn check_elf_bytes(label: &str, bytes: &[u8]) -> BpfResult<()> {
     let what = if Path::new(label).extension().is_some_and(|e| e == "c") { " (a C source?)" } else { "" };
     return err(
       Code::InvalidObject,
-      format!(
-        "{label} is not an ELF file{what}; compile the BPF program first: npx node-libbpf build prog.bpf.c -o prog.bpf.o"
-      ),
+      format!("{label} is not an ELF file{what}; compile the BPF program first: npx node-libbpf build prog.bpf.c -o prog.bpf.o"),
     );
   }
   Ok(())

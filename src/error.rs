@@ -117,8 +117,13 @@ impl From<BpfError> for napi::Error<String> {
 impl From<napi::Error> for BpfError {
   fn from(e: napi::Error) -> Self {
     let code = match e.status {
-      Status::InvalidArg | Status::ObjectExpected | Status::StringExpected | Status::NumberExpected
-      | Status::FunctionExpected | Status::ArrayExpected | Status::BigintExpected => Code::InvalidArg,
+      Status::InvalidArg
+      | Status::ObjectExpected
+      | Status::StringExpected
+      | Status::NumberExpected
+      | Status::FunctionExpected
+      | Status::ArrayExpected
+      | Status::BigintExpected => Code::InvalidArg,
       _ => Code::InvalidValue,
     };
     BpfError { code, message: e.reason.clone(), errno: None }

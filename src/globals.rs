@@ -109,9 +109,8 @@ fn find_global(state: &ObjectState, name: &str) -> BpfResult<GlobalVar> {
 /// before load, the kernel's map after. `f` returns whether it wrote.
 fn with_section(state: &mut ObjectState, var: &GlobalVar, f: impl FnOnce(&mut [u8]) -> bool) -> BpfResult<()> {
   let source = state.source.clone();
-  let missing = || {
-    BpfError::new(Code::UnknownName, format!("{source}: no map for section {} of global '{}'", var.section, var.name))
-  };
+  let missing =
+    || BpfError::new(Code::UnknownName, format!("{source}: no map for section {} of global '{}'", var.section, var.name));
   match &mut state.stage {
     Stage::Open(open) => {
       let mut map = open.maps_mut().find(|m| m.name().to_string_lossy().ends_with(&var.section)).ok_or_else(missing)?;

@@ -40,7 +40,8 @@ pub fn tracefs_root() -> BpfResult<&'static str> {
       ),
     );
   }
-  let kernel = if tracefs_in_kernel() { "" } else { " (and this kernel lists no tracefs in /proc/filesystems: built without tracing?)" };
+  let kernel =
+    if tracefs_in_kernel() { "" } else { " (and this kernel lists no tracefs in /proc/filesystems: built without tracing?)" };
   err(
     Code::Tracefs,
     format!(
@@ -86,11 +87,8 @@ fn tracefs_in_kernel() -> bool {
 /// set): `CAP_BPF`, `CAP_PERFMON`, `CAP_SYS_ADMIN`.
 fn bpf_capabilities() -> Vec<String> {
   let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-  let eff = status
-    .lines()
-    .find_map(|l| l.strip_prefix("CapEff:"))
-    .and_then(|hex| u64::from_str_radix(hex.trim(), 16).ok())
-    .unwrap_or(0);
+  let eff =
+    status.lines().find_map(|l| l.strip_prefix("CapEff:")).and_then(|hex| u64::from_str_radix(hex.trim(), 16).ok()).unwrap_or(0);
   [(39, "CAP_BPF"), (38, "CAP_PERFMON"), (21, "CAP_SYS_ADMIN")]
     .iter()
     .filter(|(bit, _)| eff & (1u64 << bit) != 0)
@@ -127,9 +125,7 @@ pub fn tracepoint_exists(category: &str, name: &str) -> BpfResult<bool> {
 /// kprobes, what libbpf uses) or the legacy kprobe_events file.
 pub fn kprobes_available() -> bool {
   Path::new("/sys/bus/event_source/devices/kprobe/type").exists()
-    || tracefs_root()
-      .map(|root| Path::new(root).join("kprobe_events").exists())
-      .unwrap_or(false)
+    || tracefs_root().map(|root| Path::new(root).join("kprobe_events").exists()).unwrap_or(false)
 }
 
 /// The syscall a kprobe name refers to: the article's `sys_enter_openat`,
@@ -380,9 +376,8 @@ pub fn fentry_can_attach_js(func_name: String) -> bool {
 fn kprobe_functions() -> &'static std::collections::HashSet<String> {
   static FUNCTIONS: std::sync::OnceLock<std::collections::HashSet<String>> = std::sync::OnceLock::new();
   FUNCTIONS.get_or_init(|| {
-    let listed = tracefs_root()
-      .ok()
-      .and_then(|root| std::fs::read_to_string(Path::new(root).join("available_filter_functions")).ok());
+    let listed =
+      tracefs_root().ok().and_then(|root| std::fs::read_to_string(Path::new(root).join("available_filter_functions")).ok());
     match listed {
       // "name" or "name [module]"
       Some(text) => text.lines().filter_map(|l| l.split_whitespace().next()).map(str::to_string).collect(),

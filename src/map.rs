@@ -184,7 +184,10 @@ impl NativeMap {
   fn check_key(&self, key: &[u8]) -> BpfResult<()> {
     self.check_keyed()?;
     if key.len() != self.info.key_size as usize {
-      return err(Code::InvalidValue, format!("map '{}' has {}-byte keys; got {} bytes", self.name(), self.info.key_size, key.len()));
+      return err(
+        Code::InvalidValue,
+        format!("map '{}' has {}-byte keys; got {} bytes", self.name(), self.info.key_size, key.len()),
+      );
     }
     Ok(())
   }
@@ -243,7 +246,10 @@ impl NativeMap {
       let per_cpu = is_per_cpu(self.map_type);
       let expected = if per_cpu { size * possible_cpus()? } else { size };
       if value.len() != expected {
-        return err(Code::InvalidValue, format!("map '{}': a value of {} bytes where {expected} are needed", self.name(), value.len()));
+        return err(
+          Code::InvalidValue,
+          format!("map '{}': a value of {} bytes where {expected} are needed", self.name(), value.len()),
+        );
       }
       self.with_map(|map| {
         if per_cpu {
@@ -253,7 +259,9 @@ impl NativeMap {
           map.update(&key, &value, MapFlags::ANY)
         }
         .map_err(|e| match e.kind() {
-          ErrorKind::TooBig => BpfError::new(Code::Map, format!("map '{}' is full ({} entries)", self.name(), self.info.max_entries)),
+          ErrorKind::TooBig => {
+            BpfError::new(Code::Map, format!("map '{}' is full ({} entries)", self.name(), self.info.max_entries))
+          }
           _ => self.map_error("update", e),
         })
       })
@@ -355,16 +363,37 @@ impl NativeMap {
 
   /// Streams the records of a BPF_MAP_TYPE_RINGBUF map to `dispatch`
   /// (lib/dispatch.js), a batch per call.
-  #[napi(ts_args_type = "dispatch: (data: Buffer, ends: Uint32Array, cpus: Uint32Array | null, losses: number[] | null) => void, options?: BufferOptions")]
-  pub fn open_ring_buffer(&self, dispatch: Function<'_, DispatchArgs, ()>, options: Option<BufferOptions>) -> Result<NativeBuffer> {
+  #[napi(
+    ts_args_type = "dispatch: (data: Buffer, ends: Uint32Array, cpus: Uint32Array | null, losses: number[] | null) => void, options?: BufferOptions"
+  )]
+  pub fn open_ring_buffer(
+    &self,
+    dispatch: Function<'_, DispatchArgs, ()>,
+    options: Option<BufferOptions>,
+  ) -> Result<NativeBuffer> {
     guard(|| self.open_buffer(MapType::RingBuf, "openRingBuffer", "BPF_MAP_TYPE_RINGBUF", dispatch, options, buffer::open_ring))
   }
 
   /// Streams the records of a BPF_MAP_TYPE_PERF_EVENT_ARRAY map to
   /// `dispatch`, a batch per call, with the CPU of each record.
-  #[napi(ts_args_type = "dispatch: (data: Buffer, ends: Uint32Array, cpus: Uint32Array | null, losses: number[] | null) => void, options?: BufferOptions")]
-  pub fn open_perf_buffer(&self, dispatch: Function<'_, DispatchArgs, ()>, options: Option<BufferOptions>) -> Result<NativeBuffer> {
-    guard(|| self.open_buffer(MapType::PerfEventArray, "openPerfBuffer", "BPF_MAP_TYPE_PERF_EVENT_ARRAY", dispatch, options, buffer::open_perf))
+  #[napi(
+    ts_args_type = "dispatch: (data: Buffer, ends: Uint32Array, cpus: Uint32Array | null, losses: number[] | null) => void, options?: BufferOptions"
+  )]
+  pub fn open_perf_buffer(
+    &self,
+    dispatch: Function<'_, DispatchArgs, ()>,
+    options: Option<BufferOptions>,
+  ) -> Result<NativeBuffer> {
+    guard(|| {
+      self.open_buffer(
+        MapType::PerfEventArray,
+        "openPerfBuffer",
+        "BPF_MAP_TYPE_PERF_EVENT_ARRAY",
+        dispatch,
+        options,
+        buffer::open_perf,
+      )
+    })
   }
 }
 
@@ -436,7 +465,10 @@ impl NativeMap {
     opener: Opener,
   ) -> BpfResult<NativeBuffer> {
     if self.map_type != want {
-      return err(Code::InvalidArg, format!("{method}() needs a {c_name} map; map '{}' is a {} map", self.name(), self.info.r#type));
+      return err(
+        Code::InvalidArg,
+        format!("{method}() needs a {c_name} map; map '{}' is a {} map", self.name(), self.info.r#type),
+      );
     }
     let map = self.with_map(|map| MapHandle::try_from(map).map_err(|e| self.map_error("duplicating its fd", e)))?;
     let (native, sink) = opener(OpenRequest { method, map, dispatch, options: options.unwrap_or_default() })?;
@@ -457,27 +489,37 @@ impl NativeMap {
   pub fn read_mapped(&self, target: Buffer, offset: f64) -> Result<()> {
     guard(|| {
       let mut target = target;
-      let offset = crate::options::integer(&format!("map '{}' readMapped", self.name()), "offset", offset, crate::options::OFFSET)?;
+      let offset =
+        crate::options::integer(&format!("map '{}' readMapped", self.name()), "offset", offset, crate::options::OFFSET)?;
       let mut state = borrow(&self.state)?;
       state.ensure_loaded()?;
       if !state.mapped.contains_key(self.name()) {
-        let raw = state.raw_map(self.name()).ok_or_else(|| BpfError::new(Code::Closed, format!("map '{}' is closed", self.name())))?;
+        let raw =
+          state.raw_map(self.name()).ok_or_else(|| BpfError::new(Code::Closed, format!("map '{}' is closed", self.name())))?;
         // SAFETY: a map of the live, loaded object.
         let (flags, fd) = unsafe { (libbpf_sys::bpf_map__map_flags(raw), libbpf_sys::bpf_map__fd(raw)) };
         if self.map_type != MapType::Array || flags & libbpf_sys::BPF_F_MMAPABLE == 0 {
           return err(
             Code::InvalidArg,
-            format!("readMapped() needs an array map declared with __uint(map_flags, BPF_F_MMAPABLE); map '{}' is a {} map", self.name(), self.info.r#type),
+            format!(
+              "readMapped() needs an array map declared with __uint(map_flags, BPF_F_MMAPABLE); map '{}' is a {} map",
+              self.name(),
+              self.info.r#type
+            ),
           );
         }
         let len = (self.info.value_size as usize).div_ceil(8) * 8 * self.info.max_entries as usize;
-        let mapped = Mapped::new(fd, len).map_err(|e| BpfError::new(Code::Map, format!("map '{}': mapping it into memory: {e}", self.name())))?;
+        let mapped = Mapped::new(fd, len)
+          .map_err(|e| BpfError::new(Code::Map, format!("map '{}': mapping it into memory: {e}", self.name())))?;
         state.mapped.insert(self.name().to_string(), mapped);
       }
       let mapped = &state.mapped[self.name()];
       let n = target.len();
       if !usize::try_from(offset).is_ok_and(|offset| mapped.read(offset, &mut target)) {
-        return err(Code::InvalidValue, format!("map '{}': bytes {offset}..{} are outside its {} bytes", self.name(), offset + n as u64, mapped.len()));
+        return err(
+          Code::InvalidValue,
+          format!("map '{}': bytes {offset}..{} are outside its {} bytes", self.name(), offset + n as u64, mapped.len()),
+        );
       }
       Ok(())
     })

@@ -217,10 +217,9 @@ pub(crate) fn program_name(state: &Shared, prog: &ProgramArg<'_>) -> BpfResult<S
   match prog {
     Some(Either::A(name)) => Ok(name.clone()),
     Some(Either::B(p)) if Rc::ptr_eq(&p.state, state) => Ok(p.name.clone()),
-    Some(Either::B(p)) => err(
-      Code::InvalidArg,
-      format!("program '{}' belongs to another BPF object: attach it through that object", p.name),
-    ),
+    Some(Either::B(p)) => {
+      err(Code::InvalidArg, format!("program '{}' belongs to another BPF object: attach it through that object", p.name))
+    }
     None => {
       let state = borrow(state)?;
       let known: Vec<_> = state.programs.iter().map(|(n, _)| n.as_str()).collect();

@@ -40,7 +40,14 @@ pub(crate) fn open(type_: u32, config: u64, freq: bool, sample: u64, pid: i32, c
   attr.set_freq(u64::from(freq));
   // SAFETY: a valid attr; the syscall returns a new fd or -1.
   let fd = unsafe {
-    libc::syscall(libc::SYS_perf_event_open, &attr as *const _, pid, cpu, -1i32, libc::c_ulong::from(libbpf_sys::PERF_FLAG_FD_CLOEXEC))
+    libc::syscall(
+      libc::SYS_perf_event_open,
+      &attr as *const _,
+      pid,
+      cpu,
+      -1i32,
+      libc::c_ulong::from(libbpf_sys::PERF_FLAG_FD_CLOEXEC),
+    )
   };
   if fd < 0 {
     return Err(std::io::Error::last_os_error());

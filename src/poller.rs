@@ -182,7 +182,8 @@ fn run(epoll: OwnedFd, wake: Arc<OwnedFd>, commands: Receiver<Command>) {
       nap(&wake, d);
     } else {
       // (saturating: an interval past i32::MAX ms must not wrap to a negative, endless, wait)
-      let timeout = entries.iter().map(|e| e.interval).min().map_or(-1, |d| i32::try_from(d.as_millis().max(1)).unwrap_or(i32::MAX));
+      let timeout =
+        entries.iter().map(|e| e.interval).min().map_or(-1, |d| i32::try_from(d.as_millis().max(1)).unwrap_or(i32::MAX));
       // SAFETY: valid epoll fd and event array.
       unsafe { libc::epoll_wait(epoll.as_raw_fd(), events.as_mut_ptr(), events.len() as i32, timeout) };
       // what is there now came in since the wakeup: rate it from here

@@ -8,7 +8,6 @@
 
 use std::path::Path;
 
-
 const CAP_SYS_ADMIN: u32 = 21;
 const CAP_PERFMON: u32 = 38;
 const CAP_BPF: u32 = 39;

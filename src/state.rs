@@ -59,10 +59,8 @@ impl ObjectState {
     // SAFETY: the pointer is valid for as long as `open` lives.
     let raw = unsafe { open.as_libbpf_object().as_ref() };
     let globals = btf::of_object(raw).map(|b| btf::globals(&b)).unwrap_or_default();
-    let programs = open
-      .progs()
-      .map(|p| (p.name().to_string_lossy().into_owned(), p.section().to_string_lossy().into_owned()))
-      .collect();
+    let programs =
+      open.progs().map(|p| (p.name().to_string_lossy().into_owned(), p.section().to_string_lossy().into_owned())).collect();
     let maps = open
       .maps()
       .filter(|m| !is_internal(&m.name().to_string_lossy()))
@@ -84,9 +82,7 @@ impl ObjectState {
   /// Loads the object into the kernel if it is not there yet.
   pub fn ensure_loaded(&mut self) -> BpfResult<&mut Object> {
     if let Stage::Open(_) = self.stage {
-      let Stage::Open(open) = std::mem::replace(&mut self.stage, Stage::Closed) else {
-        unreachable!()
-      };
+      let Stage::Open(open) = std::mem::replace(&mut self.stage, Stage::Closed) else { unreachable!() };
       libbpf_log::clear();
       match open.load() {
         Ok(obj) => self.stage = Stage::Loaded(obj),
@@ -134,7 +130,9 @@ impl ObjectState {
     if !prog.autoload() {
       return err(
         Code::Load,
-        format!("{source}: program '{name}' was not loaded (its autoload is false): set programs.{name}.autoload = true before load"),
+        format!(
+          "{source}: program '{name}' was not loaded (its autoload is false): set programs.{name}.autoload = true before load"
+        ),
       );
     }
     Ok(prog)

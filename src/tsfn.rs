@@ -39,15 +39,10 @@ impl Doorbell {
     dispatcher: &Function<'_, DispatchArgs, ()>,
     drain: impl FnMut(ThreadsafeCallContext<()>) -> napi::Result<DispatchArgs> + Send + 'static,
   ) -> napi::Result<()> {
-    let tsfn = dispatcher
-      .build_threadsafe_function::<()>()
-      .callee_handled::<false>()
-      .weak::<false>()
-      .build_callback(drain)?;
+    let tsfn = dispatcher.build_threadsafe_function::<()>().callee_handled::<false>().weak::<false>().build_callback(drain)?;
     *self.tsfn() = Some(tsfn);
     Ok(())
   }
-
 
   /// Whether an open buffer keeps the Node.js process alive.
   #[allow(deprecated)]
@@ -61,7 +56,6 @@ impl Doorbell {
     }
     Ok(())
   }
-
 }
 
 impl Notify for Doorbell {

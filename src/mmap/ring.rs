@@ -71,14 +71,18 @@ impl Ring {
     // SAFETY: sysconf has no preconditions.
     let page_size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
     let fd = map.as_fd().as_raw_fd();
-    let fail = |what: &str| BpfError::new(Code::Buffer, format!("mapping the ring buffer's {what}: {}", std::io::Error::last_os_error()));
+    let fail =
+      |what: &str| BpfError::new(Code::Buffer, format!("mapping the ring buffer's {what}: {}", std::io::Error::last_os_error()));
     // SAFETY: mapping a ring buffer map's fd as libbpf does; checked below.
-    let consumer = unsafe { libc::mmap(std::ptr::null_mut(), page_size, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, fd, 0) };
+    let consumer =
+      unsafe { libc::mmap(std::ptr::null_mut(), page_size, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, fd, 0) };
     if consumer == libc::MAP_FAILED {
       return Err(fail("consumer page"));
     }
     // SAFETY: as above; the kernel maps the data pages twice after the producer page.
-    let producer = unsafe { libc::mmap(std::ptr::null_mut(), page_size + 2 * size, libc::PROT_READ, libc::MAP_SHARED, fd, page_size as libc::off_t) };
+    let producer = unsafe {
+      libc::mmap(std::ptr::null_mut(), page_size + 2 * size, libc::PROT_READ, libc::MAP_SHARED, fd, page_size as libc::off_t)
+    };
     if producer == libc::MAP_FAILED {
       let e = fail("data pages");
       // SAFETY: the mapping made just above.
@@ -237,7 +241,14 @@ pub(crate) mod tests {
       let mut memory = vec![0u64; (2 * PAGE + 2 * size) / 8];
       let base = memory.as_mut_ptr().cast::<u8>();
       // SAFETY: inside `memory`, which the FakeRing keeps (and never grows).
-      let ring = std::sync::Arc::new(Ring { consumer: base, producer: unsafe { base.add(PAGE) }, page_size: PAGE, size, lock: Mutex::new(()), map: None });
+      let ring = std::sync::Arc::new(Ring {
+        consumer: base,
+        producer: unsafe { base.add(PAGE) },
+        page_size: PAGE,
+        size,
+        lock: Mutex::new(()),
+        map: None,
+      });
       FakeRing { memory, ring, produced: 0 }
     }
 
@@ -323,10 +334,26 @@ pub(crate) mod tests {
       });
       let lease = fake.ring.lease();
       let mut got = Vec::new();
-      assert_eq!(lease.read(u64::MAX, |r| { got.push(r.to_vec()); false }).unwrap(), 0);
+      assert_eq!(
+        lease
+          .read(u64::MAX, |r| {
+            got.push(r.to_vec());
+            false
+          })
+          .unwrap(),
+        0
+      );
       assert_eq!(got, vec![records[0].clone()], "offered, not taken");
       got.clear();
-      assert_eq!(lease.read(u64::MAX, |r| { got.push(r.to_vec()); true }).unwrap(), 2);
+      assert_eq!(
+        lease
+          .read(u64::MAX, |r| {
+            got.push(r.to_vec());
+            true
+          })
+          .unwrap(),
+        2
+      );
       assert_eq!(got, records, "round {round}");
     }
     assert_eq!(fake.consumed(), 10 * 2 * 24);
@@ -339,7 +366,14 @@ pub(crate) mod tests {
       fake.write(b"good", 0);
       let bad = fake.write_claiming(&[7; 8], claimed);
       let mut got = Vec::new();
-      let e = fake.ring.lease().read(u64::MAX, |r| { got.push(r.to_vec()); true }).unwrap_err();
+      let e = fake
+        .ring
+        .lease()
+        .read(u64::MAX, |r| {
+          got.push(r.to_vec());
+          true
+        })
+        .unwrap_err();
       assert_eq!(e.code, Code::Buffer);
       assert!(e.message.contains(&format!("position {bad} claims {claimed} bytes, past the 16")), "{}", e.message);
       assert_eq!(got, vec![b"good".to_vec()], "the records before it are read");

@@ -118,7 +118,10 @@ impl Lookup<'_> {
       if self.depth >= MAX_DEPTH {
         return err(
           Code::InvalidObject,
-          format!("reading the DWARF of {}: namespaces and structs nested more than {MAX_DEPTH} deep (a corrupt file?)", self.path),
+          format!(
+            "reading the DWARF of {}: namespaces and structs nested more than {MAX_DEPTH} deep (a corrupt file?)",
+            self.path
+          ),
         );
       }
       self.depth += 1;
@@ -230,7 +233,9 @@ fn section_data<'d>(path: &str, name: &str, section: &object::Section<'d, '_>) -
     if claimed > allowed {
       return err(
         Code::InvalidObject,
-        format!("reading the DWARF of {path}: section {name} claims {claimed} bytes decompressed, more than the {allowed} allowed"),
+        format!(
+          "reading the DWARF of {path}: section {name} claims {claimed} bytes decompressed, more than the {allowed} allowed"
+        ),
       );
     }
   }

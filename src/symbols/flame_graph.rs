@@ -27,8 +27,9 @@ pub fn flame_graph(folded: String, options: Option<FlameGraphOptions>) -> Result
       opts.count_name = count_name;
     }
     let mut svg = Vec::new();
-    inferno::flamegraph::from_lines(&mut opts, folded.lines(), &mut svg)
-      .map_err(|e| BpfError::new(Code::InvalidValue, format!("making the flame graph: {e} (give folded stacks: 'a;b;c 12' per line)")))?;
+    inferno::flamegraph::from_lines(&mut opts, folded.lines(), &mut svg).map_err(|e| {
+      BpfError::new(Code::InvalidValue, format!("making the flame graph: {e} (give folded stacks: 'a;b;c 12' per line)"))
+    })?;
     Ok(String::from_utf8_lossy(&svg).into_owned())
   })
 }

@@ -110,12 +110,12 @@ struct Mapping {
 fn read_maps(pid: u32) -> BpfResult<Vec<Mapping>> {
   let path = format!("/proc/{pid}/maps");
   let mut text = String::new();
-  File::open(&path)
-    .and_then(|f| f.take(MAX_MAPS_SIZE).read_to_string(&mut text))
-    .map_err(|e| match e.kind() {
-      std::io::ErrorKind::NotFound => BpfError::new(Code::NotFound, format!("process {pid} does not exist (symbolize while it runs)")),
-      _ => BpfError::new(Code::InvalidValue, format!("reading {path}: {e}")),
-    })?;
+  File::open(&path).and_then(|f| f.take(MAX_MAPS_SIZE).read_to_string(&mut text)).map_err(|e| match e.kind() {
+    std::io::ErrorKind::NotFound => {
+      BpfError::new(Code::NotFound, format!("process {pid} does not exist (symbolize while it runs)"))
+    }
+    _ => BpfError::new(Code::InvalidValue, format!("reading {path}: {e}")),
+  })?;
   let mut maps: Vec<Mapping> = text.lines().filter_map(parse_maps_line).collect();
   maps.sort_by_key(|m| m.start);
   Ok(maps)
@@ -219,7 +219,8 @@ impl Symbolizer {
     }
     if !in_vdso.is_empty() {
       let vdso: Vec<u64> = in_vdso.iter().map(|&i| addrs[i]).collect();
-      let src = source::Source::Process(source::Process { perf_map: false, debug_syms: false, ..source::Process::new(pid.into()) });
+      let src =
+        source::Source::Process(source::Process { perf_map: false, debug_syms: false, ..source::Process::new(pid.into()) });
       if let Ok(found) = self.inner.symbolize(&src, Input::AbsAddr(&vdso)) {
         for (i, s) in in_vdso.into_iter().zip(found) {
           if let Symbolized::Sym(sym) = s {
