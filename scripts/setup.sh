@@ -34,6 +34,12 @@ if [ ${#need[@]} -gt 0 ]; then
   apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
 
+# npm run lint: rustfmt and clippy (rustup's components, where rustup is)
+if command -v rustup >/dev/null; then
+  cargo fmt --version >/dev/null 2>&1 || rustup component add rustfmt
+  cargo clippy --version >/dev/null 2>&1 || rustup component add clippy
+fi
+
 if [ ! -x node_modules/.bin/napi ] || [ ! -d node_modules/prom-client ] || [ ! -d node_modules/@opentelemetry/sdk-metrics ]; then
   echo "setup: installing npm dev dependencies"
   npm install --no-audit --no-fund --loglevel=error >/dev/null
