@@ -6,9 +6,9 @@
 //! cross-building it works.
 
 fn main() {
-    napi_build::setup();
+  napi_build::setup();
 
-    // libbpf's print callback takes a va_list: formatted in C (src/libbpf_log.rs)
-    println!("cargo:rerun-if-changed=src/libbpf_log.c");
-    cc::Build::new().file("src/libbpf_log.c").warnings(true).compile("node_libbpf_log");
+  // libbpf's print callback takes a va_list: formatted in C (src/libbpf_log.rs)
+  println!("cargo:rerun-if-changed=src/libbpf_log.c");
+  cc::Build::new().file("src/libbpf_log.c").warnings(true).compile("node_libbpf_log");
 }
