@@ -366,8 +366,8 @@ fn fentry_can_attach(func: &str) -> bool {
 /// before load, between an fentry program (`prog.setAttachTarget(funcName)`)
 /// and a kprobe (`kprobeExists`).
 #[napi_derive::napi(js_name = "fentryCanAttach")]
-pub fn fentry_can_attach_js(func_name: String) -> bool {
-  fentry_can_attach(&func_name)
+pub fn fentry_can_attach_js(func_name: String) -> Result<bool> {
+  guard(|| Ok(fentry_can_attach(&func_name)))
 }
 
 /// The kernel functions kprobes can attach to, read once: tracefs's
@@ -401,8 +401,8 @@ fn kprobe_functions() -> &'static std::collections::HashSet<String> {
 /// `available_filter_functions` (where tracefs is mounted and readable;
 /// else /proc/kallsyms). The list is read once per process.
 #[napi_derive::napi(js_name = "kprobeExists")]
-pub fn kprobe_exists_js(func_name: String) -> bool {
-  kprobes_available() && kprobe_functions().contains(&func_name)
+pub fn kprobe_exists_js(func_name: String) -> Result<bool> {
+  guard(|| Ok(kprobes_available() && kprobe_functions().contains(&func_name)))
 }
 
 /// How many CPUs this machine can have (libbpf's count, from
