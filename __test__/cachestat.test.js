@@ -172,7 +172,7 @@ test("cachestat.bpf.o: one fentry program per event, retargeted to each of its f
           assert.strictEqual(obj.attach(prog).attached, true);
         } else {
           // refused for being fentry, not for the target (EPERM at load on this kernel)
-          assert.throws(() => obj.load(), (e) => e.code === 'ENOTSUP' && /refuses fentry programs at load time/.test(e.message) && e.message.includes(`'fentry_${program}'`));
+          assert.throws(() => obj.load(), (/** @type {NodeJS.ErrnoException} */ e) => e.code === 'ENOTSUP' && /refuses fentry programs at load time/.test(e.message) && e.message.includes(`'fentry_${program}'`));
         }
       } finally {
         obj.close();

@@ -198,6 +198,7 @@ test('a 32 GiB sparse file: mapped by the target, as its perf map, as a path', a
 /** The section headers of a 64-bit little-endian ELF: name, flags, offset. */
 function elfSections(buf) {
   const shoff = Number(buf.readBigUInt64LE(0x28));
+  /** @type {{ nameOff: number, flags: number, offset: number, name?: string }[]} */
   const headers = Array.from({ length: buf.readUInt16LE(0x3c) }, (_, i) => {
     const at = shoff + i * 64;
     return { nameOff: buf.readUInt32LE(at), flags: Number(buf.readBigUInt64LE(at + 8)), offset: Number(buf.readBigUInt64LE(at + 24)) };

@@ -59,6 +59,7 @@ function sections(buf) {
   const shnum = buf.readUInt16LE(0x3c);
   const shstrndx = buf.readUInt16LE(0x3e);
   if (buf.readUInt16LE(0x3a) !== 64 || shoff + shnum * 64 > buf.length) return [];
+  /** @type {{ index: number, at: number, nameOff: number, type: number, offset: number, size: number, name?: string }[]} */
   const headers = [];
   for (let i = 0; i < shnum; i++) {
     const at = shoff + i * 64;
@@ -218,7 +219,7 @@ function attempt(name, fn) {
     fn();
     return null;
   } catch (e) {
-    return e instanceof Error && typeof e.code === 'string' ? `${name}:${e.code}` : `${name}:BAD ${String(e && e.stack ? e.stack : e).slice(0, 300)}`;
+    return e instanceof Error && typeof /** @type {NodeJS.ErrnoException} */ (e).code === 'string' ? `${name}:${/** @type {NodeJS.ErrnoException} */ (e).code}` : `${name}:BAD ${String(e && e.stack ? e.stack : e).slice(0, 300)}`;
   }
 }
 
@@ -350,27 +351,7 @@ async function stopMapper(ctx) {
 
 // ---- the parent ------------------------------------------------------------
 
-if (['run', 'write'].includes(process.argv[2])) {
-  child();
-  return;
-}
-
-const test = require('node:test');
-const assert = require('node:assert');
-const os = require('node:os');
-const { spawn, execFileSync } = require('node:child_process');
-const { buildFixture, objectPath } = require('./helpers');
-
-const isRoot = process.getuid() === 0;
-const hasSetpriv = (() => {
-  try {
-    execFileSync('setpriv', ['--reuid=nobody', '--regid=nogroup', '--clear-groups', 'true']);
-    return true;
-  } catch {
-    return false;
-  }
-})();
-
+// (rawBtf and prepare stay at the top level: the child's write mode prepares the inputs too)
 /** The raw BTF (the .BTF section's bytes) of an object. */
 function rawBtf(object) {
   const buf = fs.readFileSync(object);
@@ -420,122 +401,142 @@ function prepare(into) {
   return dir;
 }
 
-/** Runs a child; `onLine` gets its lines. Kills it when no line came for `timeoutMs`. */
-function runChild(args, asNobody, onLine, timeoutMs) {
-  return new Promise((resolve) => {
-    const argv = [process.execPath, __filename, ...args];
-    const cmd = asNobody ? ['setpriv', ['--reuid=nobody', '--regid=nogroup', '--clear-groups', ...argv]] : [argv[0], argv.slice(1)];
-    const c = spawn(cmd[0], cmd[1], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let rest = '';
-    let stderr = '';
-    let hung = false;
-    let timer;
-    const arm = () => {
-      clearTimeout(timer);
-      timer = setTimeout(() => {
-        hung = true;
-        c.kill('SIGKILL');
-      }, timeoutMs);
-    };
-    arm();
-    c.stdout.setEncoding('utf8').on('data', (d) => {
-      arm();
-      const lines = (rest + d).split('\n');
-      rest = lines.pop();
-      lines.forEach(onLine);
-    });
-    c.stderr.setEncoding('utf8').on('data', (d) => (stderr += stderr.length < 4000 ? d.slice(0, 4000) : ''));
-    c.on('close', (code, signal) => {
-      clearTimeout(timer);
-      if (rest) onLine(rest);
-      resolve({ code, signal, hung, stderr });
-    });
-  });
-}
+if (['run', 'write'].includes(process.argv[2])) {
+  child();
+} else {
+  const test = require('node:test');
+  const assert = require('node:assert');
+  const os = require('node:os');
+  const { spawn, execFileSync } = require('node:child_process');
+  const { buildFixture, objectPath } = require('./helpers');
 
-/** Runs cases [from, to); a case that kills its child is recorded, and the next child goes on after it. */
-async function runBatch(family, seed, from, to, dir, asNobody, results) {
-  let start = from;
-  while (start < to) {
-    let running = -1;
-    const { code, signal, hung, stderr } = await runChild(['run', family, String(seed), String(start), String(to), dir], asNobody, (line) => {
-      const m = /^(run|done) (\d+)(?: (.*))?$/.exec(line);
-      if (!m) return;
-      const id = Number(m[2]);
-      if (m[1] === 'run') running = id;
-      else {
-        results[id] = { outcome: JSON.parse(m[3]) };
-        running = -1;
+  const isRoot = process.getuid() === 0;
+  const hasSetpriv = (() => {
+    try {
+      execFileSync('setpriv', ['--reuid=nobody', '--regid=nogroup', '--clear-groups', 'true']);
+      return true;
+    } catch {
+      return false;
+    }
+  })();
+
+  /** Runs a child; `onLine` gets its lines. Kills it when no line came for `timeoutMs`. */
+  function runChild(args, asNobody, onLine, timeoutMs) {
+    return new Promise((resolve) => {
+      const argv = [process.execPath, __filename, ...args];
+      const cmd = asNobody ? ['setpriv', ['--reuid=nobody', '--regid=nogroup', '--clear-groups', ...argv]] : [argv[0], argv.slice(1)];
+      const c = spawn(cmd[0], cmd[1], { stdio: ['ignore', 'pipe', 'pipe'] });
+      let rest = '';
+      let stderr = '';
+      let hung = false;
+      let timer;
+      const arm = () => {
+        clearTimeout(timer);
+        timer = setTimeout(() => {
+          hung = true;
+          c.kill('SIGKILL');
+        }, timeoutMs);
+      };
+      arm();
+      c.stdout.setEncoding('utf8').on('data', (d) => {
+        arm();
+        const lines = (rest + d).split('\n');
+        rest = lines.pop();
+        lines.forEach(onLine);
+      });
+      c.stderr.setEncoding('utf8').on('data', (d) => (stderr += stderr.length < 4000 ? d.slice(0, 4000) : ''));
+      c.on('close', (code, signal) => {
+        clearTimeout(timer);
+        if (rest) onLine(rest);
+        resolve({ code, signal, hung, stderr });
+      });
+    });
+  }
+
+  /** Runs cases [from, to); a case that kills its child is recorded, and the next child goes on after it. */
+  async function runBatch(family, seed, from, to, dir, asNobody, results) {
+    let start = from;
+    while (start < to) {
+      let running = -1;
+      const { code, signal, hung, stderr } = await runChild(['run', family, String(seed), String(start), String(to), dir], asNobody, (line) => {
+        const m = /^(run|done) (\d+)(?: (.*))?$/.exec(line);
+        if (!m) return;
+        const id = Number(m[2]);
+        if (m[1] === 'run') running = id;
+        else {
+          results[id] = { outcome: JSON.parse(m[3]) };
+          running = -1;
+        }
+      }, CASE_TIMEOUT_MS);
+      if (running >= 0) {
+        results[running] = { died: hung ? 'hang' : signal || `exit code ${code}`, stderr: stderr.trim().split('\n').slice(-4).join(' | ') };
+        start = running + 1;
+      } else if (code !== 0 || signal) {
+        throw new Error(`a ${family} fuzz child died between cases (code ${code}, signal ${signal}): ${stderr}`);
+      } else {
+        start = to;
       }
-    }, CASE_TIMEOUT_MS);
-    if (running >= 0) {
-      results[running] = { died: hung ? 'hang' : signal || `exit code ${code}`, stderr: stderr.trim().split('\n').slice(-4).join(' | ') };
-      start = running + 1;
-    } else if (code !== 0 || signal) {
-      throw new Error(`a ${family} fuzz child died between cases (code ${code}, signal ${signal}): ${stderr}`);
-    } else {
-      start = to;
     }
   }
-}
 
-const wanted = (process.env.FUZZ_FAMILIES || FAMILIES.join(',')).split(',');
-const prereq = (() => {
-  if (!isRoot) return 'needs root (the btf family loads into the kernel; the others run as nobody through setpriv)';
-  try {
-    buildFixture('add_one');
-    for (const name of ['tcpretrans', 'types', 'stream']) if (!fs.existsSync(objectPath(name))) return `run npm run build first (no ${name}.bpf.o)`;
-  } catch (e) {
-    return `cannot build the fixtures (gcc): ${e.message}`;
-  }
-  return false;
-})();
+  const wanted = (process.env.FUZZ_FAMILIES || FAMILIES.join(',')).split(',');
+  const prereq = (() => {
+    if (!isRoot) return 'needs root (the btf family loads into the kernel; the others run as nobody through setpriv)';
+    try {
+      buildFixture('add_one');
+      for (const name of ['tcpretrans', 'types', 'stream']) if (!fs.existsSync(objectPath(name))) return `run npm run build first (no ${name}.bpf.o)`;
+    } catch (e) {
+      return `cannot build the fixtures (gcc): ${e.message}`;
+    }
+    return false;
+  })();
 
-let dir;
-test.before(() => {
-  if (!prereq) dir = prepare();
-});
-test.after(() => dir && fs.rmSync(dir, { recursive: true, force: true }));
-
-const seed = process.env.FUZZ_SEED ? Number(process.env.FUZZ_SEED) : crypto.randomInt(1, 2 ** 31);
-const cases = process.env.FUZZ_CASES ? Number(process.env.FUZZ_CASES) : 200;
-
-for (const family of FAMILIES.filter((f) => wanted.includes(f))) {
-  test(`${family}: mutated inputs give a result or a coded Error, never a signal or a hang`, { skip: prereq }, async (t) => {
-    const line = `parser fuzz ${family} seed ${seed}, ${cases} cases: replay with FUZZ_SEED=${seed} FUZZ_FAMILIES=${family}`;
-    console.log(line);
-    t.diagnostic(line);
-    // the kernel loads BTF only for root; the parsers get no privilege they do not need
-    const asNobody = family !== 'btf' && hasSetpriv;
-    if (!asNobody) t.diagnostic(family === 'btf' ? 'as root: the kernel loads the object' : 'as root: no setpriv');
-    const started = Date.now();
-    const results = new Array(cases);
-    const batches = [];
-    for (let from = 0; from < cases; from += BATCH) batches.push([from, Math.min(cases, from + BATCH)]);
-    const workers = Math.max(1, Math.min(2, os.availableParallelism()));
-    await Promise.all(Array.from({ length: workers }, async () => {
-      while (batches.length > 0) {
-        const [from, to] = batches.shift();
-        await runBatch(family, seed, from, to, dir, asNobody, results);
-      }
-    }));
-    const codes = new Map();
-    const died = [];
-    const bad = [];
-    results.forEach((res, id) => {
-      if (res.died) return died.push(`case ${id}: ${res.died} ${res.stderr}`);
-      for (const o of res.outcome) {
-        if (o.includes(':BAD')) bad.push(`case ${id}: ${o}`);
-        const code = o.split(' ')[0];
-        codes.set(code, (codes.get(code) || 0) + 1);
-      }
-      if (res.outcome.length === 0) codes.set('ok', (codes.get('ok') || 0) + 1);
-    });
-    const summary = `${family}: ${cases} cases in ${((Date.now() - started) / 1000).toFixed(1)} s, ${died.length} died; ${[...codes].sort((a, b) => b[1] - a[1]).map(([c, n]) => `${c} ${n}`).join(', ')}`;
-    t.diagnostic(summary);
-    const replay = (list) => list.slice(0, 10).map((s) => `${s} (write it: node __test__/parser_fuzz.test.js write ${family} ${seed} ${s.split(' ')[1].replace(':', '')} DIR)`).join('\n');
-    assert.deepStrictEqual(died, [], `cases that killed their child:\n${replay(died)}`);
-    assert.deepStrictEqual(bad, [], `errors without a code:\n${replay(bad)}`);
-    assert.ok(codes.size > 1, `the mutations reach more than one outcome: ${summary}`);
+  let dir;
+  test.before(() => {
+    if (!prereq) dir = prepare();
   });
+  test.after(() => dir && fs.rmSync(dir, { recursive: true, force: true }));
+
+  const seed = process.env.FUZZ_SEED ? Number(process.env.FUZZ_SEED) : crypto.randomInt(1, 2 ** 31);
+  const cases = process.env.FUZZ_CASES ? Number(process.env.FUZZ_CASES) : 200;
+
+  for (const family of FAMILIES.filter((f) => wanted.includes(f))) {
+    test(`${family}: mutated inputs give a result or a coded Error, never a signal or a hang`, { skip: prereq }, async (t) => {
+      const line = `parser fuzz ${family} seed ${seed}, ${cases} cases: replay with FUZZ_SEED=${seed} FUZZ_FAMILIES=${family}`;
+      console.log(line);
+      t.diagnostic(line);
+      // the kernel loads BTF only for root; the parsers get no privilege they do not need
+      const asNobody = family !== 'btf' && hasSetpriv;
+      if (!asNobody) t.diagnostic(family === 'btf' ? 'as root: the kernel loads the object' : 'as root: no setpriv');
+      const started = Date.now();
+      const results = new Array(cases);
+      const batches = [];
+      for (let from = 0; from < cases; from += BATCH) batches.push([from, Math.min(cases, from + BATCH)]);
+      const workers = Math.max(1, Math.min(2, os.availableParallelism()));
+      await Promise.all(Array.from({ length: workers }, async () => {
+        while (batches.length > 0) {
+          const [from, to] = batches.shift();
+          await runBatch(family, seed, from, to, dir, asNobody, results);
+        }
+      }));
+      const codes = new Map();
+      const died = [];
+      const bad = [];
+      results.forEach((res, id) => {
+        if (res.died) return died.push(`case ${id}: ${res.died} ${res.stderr}`);
+        for (const o of res.outcome) {
+          if (o.includes(':BAD')) bad.push(`case ${id}: ${o}`);
+          const code = o.split(' ')[0];
+          codes.set(code, (codes.get(code) || 0) + 1);
+        }
+        if (res.outcome.length === 0) codes.set('ok', (codes.get('ok') || 0) + 1);
+      });
+      const summary = `${family}: ${cases} cases in ${((Date.now() - started) / 1000).toFixed(1)} s, ${died.length} died; ${[...codes].sort((a, b) => b[1] - a[1]).map(([c, n]) => `${c} ${n}`).join(', ')}`;
+      t.diagnostic(summary);
+      const replay = (list) => list.slice(0, 10).map((s) => `${s} (write it: node __test__/parser_fuzz.test.js write ${family} ${seed} ${s.split(' ')[1].replace(':', '')} DIR)`).join('\n');
+      assert.deepStrictEqual(died, [], `cases that killed their child:\n${replay(died)}`);
+      assert.deepStrictEqual(bad, [], `errors without a code:\n${replay(bad)}`);
+      assert.ok(codes.size > 1, `the mutations reach more than one outcome: ${summary}`);
+    });
+  }
 }

@@ -97,7 +97,7 @@ describe('on CPU', { skip }, () => {
       const r = service(['cpu', dir], { node, nodeArgs: major >= 24 ? [...NODE_ARGS, '--no-maglev-inlining'] : NODE_ARGS });
       const file = path.join(dir, 'cpu.pb.gz');
       const top = pprof(['-top', '-nodecount=200'], file);
-      const total = Number(/Total samples = ([\d.]+)ms/.exec(top)?.[1] ?? /Total samples = ([\d.]+)s/.exec(top)[1] * 1000);
+      const total = Number(/Total samples = ([\d.]+)ms/.exec(top)?.[1] ?? Number(/Total samples = ([\d.]+)s/.exec(top)[1]) * 1000);
       const row = top.split('\n').find((l) => /\shotLoop$/.test(l));
       assert.ok(row, `hotLoop in -top (${r.samples} samples):\n${top}`);
       const cumPct = Number(row.trim().split(/\s+/)[4].replace('%', ''));
@@ -231,9 +231,9 @@ describe('push', { skip }, () => {
         res.end();
       });
     });
-    await new Promise((r) => server.listen(0, '127.0.0.1', r));
+    await new Promise((r) => server.listen(0, '127.0.0.1', () => r(undefined)));
     try {
-      const r = await serviceAsync(['push', `http://127.0.0.1:${server.address().port}`]);
+      const r = await serviceAsync(['push', `http://127.0.0.1:${/** @type {import('node:net').AddressInfo} */ (server.address()).port}`]);
       assert.deepEqual(r.errors, []);
       assert.ok(r.pushed >= 2, `pushed ${r.pushed}`);
       const cpu = got.find((g) => !g.body.includes('sample_type_config'));
@@ -300,15 +300,18 @@ describe('least privilege', { skip }, () => {
 
 describe('bad input and cleanup', { skip }, () => {
   test('a rate of 0 or 1e9, a negative window, a second window: coded errors; close leaves nothing in the kernel', async () => {
-    for (const frequency of [0, 1e9, 1.5, NaN, '99']) {
-      assert.throws(() => bpf.profile({ frequency }), (e) => e.code === 'ERR_BPF_INVALID_VALUE' && /frequency/.test(e.message), `frequency ${frequency}`);
+    // bad on purpose: any lets '99' past the type check
+    for (const frequency of /** @type {any[]} */ ([0, 1e9, 1.5, NaN, '99'])) {
+      assert.throws(() => bpf.profile({ frequency }), (/** @type {NodeJS.ErrnoException} */ e) => e.code === 'ERR_BPF_INVALID_VALUE' && /frequency/.test(e.message), `frequency ${frequency}`);
     }
-    assert.throws(() => bpf.profile({ rate: 99 }), { code: 'ERR_BPF_UNKNOWN_NAME' });
+    // bad on purpose: no option is named rate
+    assert.throws(() => bpf.profile(/** @type {any} */ ({ rate: 99 })), { code: 'ERR_BPF_UNKNOWN_NAME' });
     const before = kernelIds();
     const p = bpf.profile();
     try {
-      for (const seconds of [-1, 0, NaN, 301, undefined, '1']) {
-        await assert.rejects(p.collect({ seconds }), (e) => e.code === 'ERR_BPF_INVALID_VALUE' && /seconds/.test(e.message), `seconds ${seconds}`);
+      // bad on purpose: any lets '1' past the type check
+      for (const seconds of /** @type {any[]} */ ([-1, 0, NaN, 301, undefined, '1'])) {
+        await assert.rejects(p.collect({ seconds }), (/** @type {NodeJS.ErrnoException} */ e) => e.code === 'ERR_BPF_INVALID_VALUE' && /seconds/.test(e.message), `seconds ${seconds}`);
       }
       const first = p.collect({ seconds: 0.3 });
       assert.equal(p.busy, true);
@@ -316,7 +319,8 @@ describe('bad input and cleanup', { skip }, () => {
       assert.throws(() => p.push({ url: 'http://127.0.0.1:1', name: 'x' }), { code: 'ERR_BPF_BUSY' });
       const w = await first;
       assert.ok(w.durationNs >= 0.3e9);
-      assert.throws(() => w.pprof('heap'), { code: 'ERR_BPF_INVALID_VALUE' });
+      // bad on purpose: no kind is named heap
+      assert.throws(() => w.pprof(/** @type {any} */ ('heap')), { code: 'ERR_BPF_INVALID_VALUE' });
       // its programs (this process's bpf-prog fds: other helpers' objects do not count) are attached only during a window
       const mine = ownIds('bpf-prog').filter((id) => !before.progs.includes(id));
       assert.equal(mine.length, 2, `its two programs are loaded: ${mine}`);

@@ -25,7 +25,8 @@ async function costRun(count, object = objectPath('syscall_hist')) {
   const child = spawn('sh', ['-c', `read go; exec dd if=/dev/zero of=/dev/null bs=1 count=${count} status=none`], { stdio: ['pipe', 'ignore', 'inherit'] });
   const obj = bpf.loadBpfProgram(object);
   try {
-    new SyscallLatency({ unit: process.env.UNIT || 'ns' }).configure(obj, child.pid);
+    // UNIT is ns, us or ms (SyscallLatency throws on another)
+    new SyscallLatency({ unit: /** @type {'ns' | 'us' | 'ms'} */ (process.env.UNIT || 'ns') }).configure(obj, child.pid);
     obj.load();
     obj.attachRawTracepoint('sys_enter', 'handle_sys_enter');
     obj.attachRawTracepoint('sys_exit', 'handle_sys_exit');

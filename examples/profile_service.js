@@ -42,7 +42,8 @@ const server = http.createServer((req, res) => {
     profiler.collect({ seconds: Number(url.searchParams.get('seconds') ?? 10) }).then(
       (w) => {
         res.writeHead(200, { 'content-type': 'image/svg+xml' });
-        res.end(w.flameGraph(kind));
+        // another kind: flameGraph throws ERR_BPF_INVALID_VALUE
+        res.end(w.flameGraph(/** @type {import('..').ProfileKind} */ (kind)));
       },
       (err) => {
         res.writeHead(err.code === 'ERR_BPF_BUSY' ? 409 : 400, { 'content-type': 'text/plain' });
@@ -56,7 +57,7 @@ const server = http.createServer((req, res) => {
   res.end(JSON.stringify({ sum: work() }));
 });
 
-server.listen(Number(opt('--port') ?? 0), () => console.log(JSON.stringify({ port: server.address().port })));
+server.listen(Number(opt('--port') ?? 0), () => console.log(JSON.stringify({ port: /** @type {import('node:net').AddressInfo} */ (server.address()).port })));
 process.on('SIGTERM', async () => {
   server.close();
   await pusher?.stop();

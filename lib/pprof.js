@@ -26,7 +26,7 @@ function pprofFormat() {
   try {
     format = require('pprof-format');
   } catch (err) {
-    const e = new Error(`profiles as pprof need the package pprof-format: npm install pprof-format (${err.message})`, { cause: err });
+    const e = /** @type {NodeJS.ErrnoException} */ (new Error(`profiles as pprof need the package pprof-format: npm install pprof-format (${err.message})`, { cause: err }));
     e.code = 'MODULE_NOT_FOUND';
     throw e;
   }

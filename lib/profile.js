@@ -43,7 +43,7 @@ const NO_PERF_MAP = '[JIT code: run node with --perf-basic-prof]';
 const KIND_NAMES = ['cpu', 'offCpu'];
 
 function codedError(code, message) {
-  const err = new Error(message);
+  const err = /** @type {NodeJS.ErrnoException} */ (new Error(message));
   err.code = code;
   return err;
 }
@@ -184,6 +184,11 @@ function checkOptions(options) {
 class ProfileWindow {
   constructor(data) {
     Object.assign(this, data);
+    // declarations for the type check (no-ops): the fields come from `data` (Profiler's #read)
+    /** @type {number} */
+    this.frequency;
+    /** @type {number} */
+    this.durationNs;
   }
 
   /** The window's `kind` ('cpu' or 'offCpu') profile as gzipped pprof (a Buffer). */
@@ -283,6 +288,7 @@ class Profiler {
    * early (what was counted until then is kept). Rejects with ERR_BPF_BUSY
    * while another window runs, ERR_BPF_INVALID_VALUE for seconds not in
    * (0, maxSeconds].
+   * @param {{ seconds?: number, signal?: AbortSignal }} [options]
    */
   async collect({ seconds, signal } = {}) {
     return this.#collect({ seconds, signal }, 'a collect()');
@@ -343,7 +349,8 @@ class Profiler {
       if (!cache.has(id)) cache.set(id, (stackMap.get(id) ?? []).filter((a) => a !== 0n));
       return cache.get(id);
     };
-    const rows = [...cpuRows.map(([k, v]) => ({ k, count: v, kind: 'cpu' })), ...offRows.map(([k, v]) => ({ k, count: Number(v.count), ns: Number(v.total_ns), kind: 'offCpu' }))];
+    // each row's stacks (user, kernel) are added below
+    const rows = /** @type {{ k: any, count: number, ns?: number, kind: 'cpu' | 'offCpu', user?: bigint[], kernel?: bigint[] }[]} */ ([...cpuRows.map(([k, v]) => ({ k, count: v, kind: 'cpu' })), ...offRows.map(([k, v]) => ({ k, count: Number(v.count), ns: Number(v.total_ns), kind: 'offCpu' }))]);
     const userAddrs = new Set();
     const kernelAddrs = new Set();
     for (const r of rows) {
@@ -550,6 +557,7 @@ class Profiler {
    * `until` are unix seconds). Returns `{ stop(): Promise, pushed, errors }`;
    * `onError(err)` hears failed windows and pushes (default: a warning).
    * The profiler is busy meanwhile: pulls answer 409.
+   * @param {{ url?: string, name?: string, labels?: Record<string, string>, every?: number, kinds?: string[], headers?: Record<string, string>, onError?: (err: Error) => void }} [options]
    */
   push({ url, name, labels = {}, every = 15, kinds = KIND_NAMES, headers = {}, onError } = {}) {
     this.#check();
