@@ -39,11 +39,14 @@ const server = http.createServer((req, res) => {
   const url = new URL(req.url, 'http://localhost');
   if (url.pathname === '/flame') {
     const kind = url.searchParams.get('kind') ?? 'cpu';
-    profiler.collect({ seconds: Number(url.searchParams.get('seconds') ?? 10) }).then(
-      (w) => {
+    profiler
+      .collect({ seconds: Number(url.searchParams.get('seconds') ?? 10) })
+      // another kind: flameGraph throws ERR_BPF_INVALID_VALUE, answered 400 below
+      .then((w) => w.flameGraph(/** @type {import('..').ProfileKind} */ (kind)))
+      .then(
+      (svg) => {
         res.writeHead(200, { 'content-type': 'image/svg+xml' });
-        // another kind: flameGraph throws ERR_BPF_INVALID_VALUE
-        res.end(w.flameGraph(/** @type {import('..').ProfileKind} */ (kind)));
+        res.end(svg);
       },
       (err) => {
         res.writeHead(err.code === 'ERR_BPF_BUSY' ? 409 : 400, { 'content-type': 'text/plain' });
