@@ -44,15 +44,15 @@ const server = http.createServer((req, res) => {
       // another kind: flameGraph throws ERR_BPF_INVALID_VALUE, answered 400 below
       .then((w) => w.flameGraph(/** @type {import('..').ProfileKind} */ (kind)))
       .then(
-      (svg) => {
-        res.writeHead(200, { 'content-type': 'image/svg+xml' });
-        res.end(svg);
-      },
-      (err) => {
-        res.writeHead(err.code === 'ERR_BPF_BUSY' ? 409 : 400, { 'content-type': 'text/plain' });
-        res.end(`${err.message}\n`);
-      },
-    );
+        (svg) => {
+          res.writeHead(200, { 'content-type': 'image/svg+xml' });
+          res.end(svg);
+        },
+        (err) => {
+          res.writeHead(err.code === 'ERR_BPF_BUSY' ? 409 : 400, { 'content-type': 'text/plain' });
+          res.end(`${err.message}\n`);
+        },
+      );
     return;
   }
   if (url.pathname === '/block') block(Number(url.searchParams.get('ms') ?? 100));
