@@ -176,6 +176,13 @@ function runCases() {
     // the object through the package, and a second copy through the addon
     // alone (lib/ bypassed)
     const o = { obj: bpf.loadBpfProgram(objectPath(name)), handle: native.openObject(objectPath(name)) };
+    if (name === 'monitor') {
+      // its per-thread storage as lib/monitor.js chooses it: task storage (5.11+), else a hash by thread
+      const task = require('../lib/compat').chooseThreadStorage(o.obj) === 'task storage';
+      o.handle.writeGlobal('use_task_storage', Buffer.from([task ? 1 : 0]));
+      o.handle.setMapAutocreate('starts', task);
+      o.handle.setMapAutocreate('starts_by_tid', !task);
+    }
     o.obj.load();
     o.handle.load();
     env[{ perf_sample: 'perf', monitor: 'monitorObj' }[name] ?? name] = o;
