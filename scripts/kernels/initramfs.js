@@ -176,7 +176,7 @@ function hashOf(list) {
 function pack(list, stage, out) {
   fs.rmSync(stage, { recursive: true, force: true });
   fs.mkdirSync(stage, { recursive: true });
-  for (const d of ['usr/bin', 'usr/sbin', 'usr/lib', 'usr/lib64', 'proc', 'sys', 'dev', 'run', 'root', 'etc']) {
+  for (const d of ['usr/bin', 'usr/sbin', 'usr/lib', 'usr/lib64', 'proc', 'sys', 'dev', 'run', 'root', 'etc', 'mnt']) {
     fs.mkdirSync(path.join(stage, d), { recursive: true });
   }
   fs.mkdirSync(path.join(stage, 'tmp'), { mode: 0o1777 });

@@ -29,6 +29,24 @@ const SKIPS = [
     name: /^-t: the stacks of K syscalls of a C workload/,
     reason: 'on 6.1 the syscall tracepoint stacks carry no kernel frames and an extra [unknown] user frame: the exact folded stack differs',
   },
+  // The perf buffer delivers later under TCG: a write of the process's
+  // threads made just before the test opens its window (the monitor's count
+  // read) can reach the callback after it opened (5.10: 12 seen, 11 counted).
+  {
+    file: 'pidns.test.js',
+    name: /^no feedback: the library's threads stay out/,
+    reason: 'the perf buffer delivers late under TCG: a write made before the window opened can be delivered in it',
+  },
+  // Debian 11's 5.10: attaching a uprobe (perf_event_open of the uprobe PMU)
+  // as nobody with CAP_BPF + CAP_PERFMON is refused with EACCES (Debian's
+  // kernel.perf_event_paranoid=3 patch); root gets it, and 6.1 gives it to CAP_PERFMON.
+  {
+    file: 'pidns.test.js',
+    name: /^as nobody with CAP_BPF \+ CAP_PERFMON only/,
+    kernel: /^5\.10\./,
+    reason: "Debian's 5.10 refuses a uprobe to nobody with CAP_PERFMON (EACCES: its perf_event_paranoid=3 patch)",
+  },
 ];
 
-skipTests(SKIPS, 'qemu TCG');
+const release = require('node:os').release();
+skipTests(SKIPS.filter((s) => !s.kernel || s.kernel.test(release)), 'qemu TCG');
