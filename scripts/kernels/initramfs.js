@@ -2,7 +2,7 @@
 // The test VM's initramfs: busybox (static) as /init's shell, node and the
 // shared libraries it and the other binaries load (ldd), the host programs
 // the tests run (TOOLS: bpftool, nm, readelf, bash, script, mkfs.vfat,
-// unshare, setpriv, getconf), each kernel's modules for a loop-mounted vfat
+// unshare, setpriv, getconf, prlimit), each kernel's modules for a loop-mounted vfat
 // (cachestat's test), the project (the
 // built addon, the tests, their BPF objects and their fixture binaries), at
 // the same paths as on the host. Rebuilt only when the hash of its inputs changes.
@@ -45,9 +45,10 @@ const which = (cmd) => run('sh', ['-c', 'command -v "$1"', 'sh', cmd]).trim();
  * script (bashreadline tests: an interactive bash on a pty), mkfs.vfat
  * (cachestat's test: a disk image to loop-mount), util-linux's unshare and
  * setpriv (pidns.test.js: busybox's have not `--kill-child`, `--inh-caps`),
- * getconf (options.test.js: the page size).
+ * getconf (options.test.js: the page size), prlimit (monitor.test.js: the
+ * memlock limit of nobody before 5.11).
  */
-const TOOLS = ['bpftool', 'nm', 'readelf', 'bash', 'script', 'mkfs.vfat', 'unshare', 'setpriv', 'getconf'];
+const TOOLS = ['bpftool', 'nm', 'readelf', 'bash', 'script', 'mkfs.vfat', 'unshare', 'setpriv', 'getconf', 'prlimit'];
 
 /** Every file of `dir` (recursively), as absolute paths. */
 function walk(dir) {
