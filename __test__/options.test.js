@@ -40,6 +40,10 @@ function options(env) {
   const nRing = (opts) => closeAll(nmap(stream, 'events').openRingBuffer(() => {}, opts));
   const nPerf = (opts) => closeAll(nmap(stream, 'perf_events').openPerfBuffer(() => {}, opts));
   const notFound = (e) => e.code !== 'ERR_BPF_INVALID_VALUE'; // the kernel's no, not ours
+  // a kernel without attach cookies (5.15+; on raw tracepoints 6.10+) refuses a non-zero one: ENOTSUP
+  const [major, minor] = require('node:os').release().split('.').map(Number);
+  const noCookies = (e) => e.code === 'ENOTSUP' && !bpf.features().attachCookie;
+  const noRawTpCookies = (e) => e.code === 'ENOTSUP' && (major < 6 || (major === 6 && minor < 10));
   const list = [
     { call: 'openRingBuffer', name: 'pollInterval', range: [1, 60_000], api: (v) => ring({ pollInterval: v }), native: (v) => nRing({ pollInterval: v }) },
     { call: 'openRingBuffer', name: 'queueSize', range: [1, 65_536], api: (v) => ring({ queueSize: v }), native: (v) => nRing({ queueSize: v }) },
@@ -62,6 +66,7 @@ function options(env) {
       range: [0, SAFE],
       api: (v) => closeAll(probes.obj.attachTracepoint('syscalls', 'sys_enter_getppid', 'handle_cookie_getppid', { cookie: v })),
       native: null, // the addon takes bigints: see the bigint test
+      kernel: noCookies,
     },
     {
       call: 'attachRawTracepoint',
@@ -69,6 +74,7 @@ function options(env) {
       range: [0, SAFE],
       api: (v) => closeAll(probes.obj.attachRawTracepoint('sys_enter', 'handle_raw_sys_enter', { cookie: v })),
       native: null,
+      kernel: noRawTpCookies,
     },
     {
       call: 'attachKprobe',
@@ -103,6 +109,7 @@ function options(env) {
       range: [0, SAFE],
       api: (v) => closeAll(uprobe.obj.attachUprobe(binary, 'add_one', 'handle_add_one', { cookie: v })),
       native: null,
+      kernel: noCookies,
     },
     {
       call: 'attachUprobeMulti',
@@ -118,6 +125,7 @@ function options(env) {
       range: [0, SAFE],
       api: (v) => closeAll(uprobe.obj.attachUprobeMulti(binary, ['add_one'], 'handle_multi', { cookies: [v] })),
       native: null,
+      kernel: (e) => e.code === 'ENOTSUP' && !bpf.features().uprobeMulti, // (6.6+)
     },
     {
       call: 'attachUsdt',
