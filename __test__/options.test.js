@@ -40,10 +40,10 @@ function options(env) {
   const nRing = (opts) => closeAll(nmap(stream, 'events').openRingBuffer(() => {}, opts));
   const nPerf = (opts) => closeAll(nmap(stream, 'perf_events').openPerfBuffer(() => {}, opts));
   const notFound = (e) => e.code !== 'ERR_BPF_INVALID_VALUE'; // the kernel's no, not ours
-  // a kernel without attach cookies (5.15+; on raw tracepoints 6.10+) refuses a non-zero one: ENOTSUP
+  // a kernel without attach cookies (5.15+; on raw tracepoints 6.10+) refuses a non-zero one
   const [major, minor] = require('node:os').release().split('.').map(Number);
   const noCookies = (e) => e.code === 'ENOTSUP' && !bpf.features().attachCookie;
-  const noRawTpCookies = (e) => e.code === 'ENOTSUP' && (major < 6 || (major === 6 && minor < 10));
+  const noRawTpCookies = (e) => (major < 6 || (major === 6 && minor < 10)) && e.code !== 'ERR_BPF_INVALID_VALUE'; // (6.1: the kernel's EINVAL)
   const list = [
     { call: 'openRingBuffer', name: 'pollInterval', range: [1, 60_000], api: (v) => ring({ pollInterval: v }), native: (v) => nRing({ pollInterval: v }) },
     { call: 'openRingBuffer', name: 'queueSize', range: [1, 65_536], api: (v) => ring({ queueSize: v }), native: (v) => nRing({ queueSize: v }) },

@@ -37,6 +37,13 @@ const SKIPS = [
     name: /^no feedback: the library's threads stay out/,
     reason: 'the perf buffer delivers late under TCG: a write made before the window opened can be delivered in it',
   },
+  // The same lateness stretches an idle check phase of the namespaced
+  // workload past 5 ms now and then (6.1: 4 of them counted, 3 made).
+  {
+    file: 'pidns.test.js',
+    name: /^event-loop -p HOSTPID of a Node\.js in its own mount namespace/,
+    reason: 'under TCG a check phase that blocks for nothing can take 5 ms or more, and the count of long ones is exact',
+  },
 ];
 
 skipTests(SKIPS, 'qemu TCG');
