@@ -22,10 +22,6 @@ mkdir -p /dev/pts /dev/shm
 mount -t devpts devpts /dev/pts
 mount -t tmpfs -o mode=1777 tmpfs /dev/shm
 ip link set lo up
-# the upstream default (2): Debian's kernels default to 3, which gives perf
-# events (uprobes included) to CAP_SYS_ADMIN only, and the least-privilege
-# tests (CAP_BPF + CAP_PERFMON) skip there, saying so
-echo 2 >/proc/sys/kernel/perf_event_paranoid
 hostname node-libbpf-vm
 # loop and vfat (scripts/kernels/fetch.js MODULES): cachestat's test mounts
 # a disk image, to have a page cache in front of a block device
