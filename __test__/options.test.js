@@ -141,6 +141,7 @@ function options(env) {
       range: [0, SAFE],
       api: (v) => closeAll(usdt.obj.attachUsdt(usdtBinary, 'nodelibbpf', 'tick', 'handle_tick', { cookie: v })),
       native: null,
+      kernel: noCookies, // (5.10: libbpf's USDT is ENOTSUP there, whatever the cookie)
     },
     ...[
       ['frequency', [1, maxRate]],
