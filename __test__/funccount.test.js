@@ -134,9 +134,10 @@ describe('examples/funccount.js', { skip, timeout: 5 * TIMEOUT_MS }, () => {
       const perInterval = intervals.reduce((n, r) => n + countOf(r, probe), 0);
       assert.ok(perInterval <= K, `the intervals count no more than the total: ${perInterval}`);
     }
-    // under qemu TCG (the kernel matrix) 200,000 uprobe hits can hold the tool's timers back for seconds
+    // under qemu TCG (the kernel matrix) 200,000 uprobe hits can hold the tool's timers back for seconds,
+    // and the interval after one held back can be short (0.096 s seen on 6.1): the bounds are native-only
     const tcg = Boolean(process.env.NODE_LIBBPF_QEMU_TCG);
-    for (const r of intervals) assert.ok(r.seconds > 0.1 && (tcg || r.seconds < 1), `an interval of about 0.2 s: ${r.seconds}`);
+    for (const r of intervals) assert.ok(r.seconds > 0 && (tcg || (r.seconds > 0.1 && r.seconds < 1)), `an interval of about 0.2 s: ${r.seconds}`);
     assert.deepEqual(
       total.counts.map((c) => c.probe).sort(),
       ['libc.so.6:pthread_mutex_lock', 'libc.so.6:pthread_mutex_unlock'],

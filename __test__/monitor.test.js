@@ -173,7 +173,12 @@ describe('bpf.monitor()', { skip }, () => {
 
 describe('least privilege', { skip }, () => {
   // a user that is not root, with CAP_BPF and CAP_PERFMON only
-  const setpriv = ['setpriv', '--reuid', 'nobody', '--regid', 'nogroup', '--clear-groups'];
+  // before 5.11 the kernel charges BPF memory to RLIMIT_MEMLOCK, which
+  // libbpf can raise only with CAP_SYS_RESOURCE: nobody gets it raised by
+  // root, as a unit's LimitMEMLOCK=infinity does (else EPERM at the first map)
+  const [major, minor] = require('node:os').release().split('.').map(Number);
+  const memlock = major < 5 || (major === 5 && minor < 11) ? ['prlimit', '--memlock=unlimited'] : [];
+  const setpriv = [...memlock, 'setpriv', '--reuid', 'nobody', '--regid', 'nogroup', '--clear-groups'];
   const caps = ['--inh-caps', '+bpf,+perfmon', '--ambient-caps', '+bpf,+perfmon'];
   const canRun = spawnSync(setpriv[0], [...setpriv.slice(1), process.execPath, '-e', `require(${JSON.stringify(ROOT)})`], { encoding: 'utf8' });
   const why = canRun.status === 0 ? false : `nobody cannot load the package from ${ROOT} (${canRun.stderr.split('\n').find((l) => l.includes('Error')) ?? canRun.status})`;

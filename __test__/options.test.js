@@ -41,6 +41,10 @@ function options(env) {
   const nRing = (opts) => closeAll(nmap(stream, 'events').openRingBuffer(() => {}, opts));
   const nPerf = (opts) => closeAll(nmap(stream, 'perf_events').openPerfBuffer(() => {}, opts));
   const notFound = (e) => e.code !== 'ERR_BPF_INVALID_VALUE'; // the kernel's no, not ours
+  // a kernel without attach cookies (5.15+; on raw tracepoints 6.10+) refuses a non-zero one
+  const [major, minor] = require('node:os').release().split('.').map(Number);
+  const noCookies = (e) => e.code === 'ENOTSUP' && !bpf.features().attachCookie;
+  const noRawTpCookies = (e) => (major < 6 || (major === 6 && minor < 10)) && e.code !== 'ERR_BPF_INVALID_VALUE'; // (6.1: the kernel's EINVAL)
   const list = [
     { call: 'openRingBuffer', name: 'pollInterval', range: [1, 60_000], api: (v) => ring({ pollInterval: v }), native: (v) => nRing({ pollInterval: v }) },
     { call: 'openRingBuffer', name: 'queueSize', range: [1, 65_536], api: (v) => ring({ queueSize: v }), native: (v) => nRing({ queueSize: v }) },
@@ -63,6 +67,7 @@ function options(env) {
       range: [0, SAFE],
       api: (v) => closeAll(probes.obj.attachTracepoint('syscalls', 'sys_enter_getppid', 'handle_cookie_getppid', { cookie: v })),
       native: null, // the addon takes bigints: see the bigint test
+      kernel: noCookies,
     },
     {
       call: 'attachRawTracepoint',
@@ -70,6 +75,7 @@ function options(env) {
       range: [0, SAFE],
       api: (v) => closeAll(probes.obj.attachRawTracepoint('sys_enter', 'handle_raw_sys_enter', { cookie: v })),
       native: null,
+      kernel: noRawTpCookies,
     },
     {
       call: 'attachKprobe',
@@ -104,6 +110,7 @@ function options(env) {
       range: [0, SAFE],
       api: (v) => closeAll(uprobe.obj.attachUprobe(binary, 'add_one', 'handle_add_one', { cookie: v })),
       native: null,
+      kernel: noCookies,
     },
     {
       call: 'attachUprobeMulti',
@@ -119,6 +126,7 @@ function options(env) {
       range: [0, SAFE],
       api: (v) => closeAll(uprobe.obj.attachUprobeMulti(binary, ['add_one'], 'handle_multi', { cookies: [v] })),
       native: null,
+      kernel: (e) => e.code === 'ENOTSUP' && !bpf.features().uprobeMulti, // (6.6+)
     },
     {
       call: 'attachUsdt',
@@ -134,6 +142,7 @@ function options(env) {
       range: [0, SAFE],
       api: (v) => closeAll(usdt.obj.attachUsdt(usdtBinary, 'nodelibbpf', 'tick', 'handle_tick', { cookie: v })),
       native: null,
+      kernel: noCookies, // (5.10: libbpf's USDT is ENOTSUP there, whatever the cookie)
     },
     .../** @type {[string, number[]][]} */ ([
       ['frequency', [1, maxRate]],
@@ -178,6 +187,13 @@ function runCases() {
     // the object through the package, and a second copy through the addon
     // alone (lib/ bypassed)
     const o = { obj: bpf.loadBpfProgram(objectPath(name)), handle: native.openObject(objectPath(name)) };
+    if (name === 'monitor') {
+      // its per-thread storage as lib/monitor.js chooses it: task storage (5.11+), else a hash by thread
+      const task = require('../lib/compat').chooseThreadStorage(o.obj) === 'task storage';
+      o.handle.writeGlobal('use_task_storage', Buffer.from([task ? 1 : 0]));
+      o.handle.setMapAutocreate('starts', task);
+      o.handle.setMapAutocreate('starts_by_tid', !task);
+    }
     o.obj.load();
     o.handle.load();
     env[{ perf_sample: 'perf', monitor: 'monitorObj' }[name] ?? name] = o;

@@ -188,11 +188,14 @@ describe('the monitor in a pid namespace', { skip }, () => {
   const canRun = spawnSync(SETPRIV[0], [...SETPRIV.slice(1), process.execPath, '-e', `require(${JSON.stringify(ROOT)})`], { encoding: 'utf8' });
   const why = canRun.status === 0 ? false : `nobody cannot load the package from ${ROOT} (${canRun.stderr.split('\n').find((l) => l.includes('Error')) ?? canRun.status})`;
   if (why) console.log(`# skipping the least-privilege namespace test: ${why}`);
+  // before 5.11 the kernel charges BPF memory to RLIMIT_MEMLOCK, which nobody cannot raise: root raises it (LimitMEMLOCK=infinity)
+  const [major, minor] = require('node:os').release().split('.').map(Number);
+  const memlock = major < 5 || (major === 5 && minor < 11) ? ['prlimit', '--memlock=unlimited'] : [];
   test('as nobody with CAP_BPF + CAP_PERFMON only, pid 1 of its namespace', { skip: why }, () => {
-    const caps = child(`async () => require('node:fs').readFileSync('/proc/self/status', 'utf8').match(/^Cap(Eff|Prm):.*$/gm)`, [...UNSHARE, ...SETPRIV]);
+    const caps = child(`async () => require('node:fs').readFileSync('/proc/self/status', 'utf8').match(/^Cap(Eff|Prm):.*$/gm)`, [...UNSHARE, ...memlock, ...SETPRIV]);
     // CAP_PERFMON (38) and CAP_BPF (39), nothing else
     assert.deepEqual(caps, ['CapPrm:\t000000c000000000', 'CapEff:\t000000c000000000']);
-    assertCounts(child(COUNTS, [...UNSHARE, ...SETPRIV]), { uid: Number(execFileSync('id', ['-u', 'nobody'], { encoding: 'utf8' })) });
+    assertCounts(child(COUNTS, [...UNSHARE, ...memlock, ...SETPRIV]), { uid: Number(execFileSync('id', ['-u', 'nobody'], { encoding: 'utf8' })) });
   });
 
   test('no feedback: the library\'s threads stay out (their tids translated), the process\'s own writes are all in', () => {

@@ -18,19 +18,31 @@ const volatile __u64 target_cgroup = 0;		/* 0: every cgroup */
 const volatile __u32 target_cgroup_level = 0;	/* its depth: 0 is the v2 root */
 const volatile bool per_container = false;	/* count keys carry the cgroup id */
 
+extern int LINUX_KERNEL_VERSION __kconfig;
+
+static __always_inline bool cgroup_under(const struct cgroup *cgrp);
+
 /* whether the current thread is in target_cgroup or below it */
 static __always_inline bool cgroup_traced(void)
 {
+	struct task_struct *task;
+
 	if (!target_cgroup)
 		return true;
-	/* the ancestor helper came in 5.6; before it, the cgroup itself only */
-	if (bpf_core_enum_value_exists(enum bpf_func_id, BPF_FUNC_get_current_ancestor_cgroup_id))
+	/* The ancestor helper (5.7) was for cgroup programs only; tracing
+	 * programs may call it since 6.4 (every program type may), the kernels
+	 * before refuse to load a program that does (5.10: EINVAL). There, the
+	 * thread's cgroup v2 and its parents, read as cgroup_under() reads a
+	 * socket's. (The verifier drops the branch not taken: a constant.) */
+	if (LINUX_KERNEL_VERSION >= KERNEL_VERSION(6, 4, 0))
 		return bpf_get_current_ancestor_cgroup_id(target_cgroup_level) == target_cgroup;
-	return bpf_get_current_cgroup_id() == target_cgroup;
+	task = (void *)bpf_get_current_task();
+	return cgroup_under(BPF_CORE_READ(task, cgroups, dfl_cgrp));
 }
 
-/* whether cgroup cgrp (a socket's: sock_cgroup()) is target_cgroup or below
- * it, for events that do not run in their owner's thread (softirq, timers) */
+/* whether cgroup cgrp (a socket's: sock_cgroup(); a thread's) is
+ * target_cgroup or below it, for events that do not run in their owner's
+ * thread (softirq, timers) */
 static __always_inline bool cgroup_under(const struct cgroup *cgrp)
 {
 	int level;

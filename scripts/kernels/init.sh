@@ -16,6 +16,8 @@ mount -t sysfs sysfs /sys
 mount -t tracefs tracefs /sys/kernel/tracing
 mount -t debugfs debugfs /sys/kernel/debug
 mount -t bpf bpf /sys/fs/bpf
+# cgroup v2 (cgroup.test.js: the tools' --cgroup and --per-container)
+mount -t cgroup2 cgroup2 /sys/fs/cgroup
 mkdir -p /dev/pts /dev/shm
 mount -t devpts devpts /dev/pts
 mount -t tmpfs -o mode=1777 tmpfs /dev/shm

@@ -1,8 +1,9 @@
 'use strict';
 // The test VM's initramfs: busybox (static) as /init's shell, node and the
 // shared libraries it and the other binaries load (ldd), the host programs
-// the tests run (TOOLS: bpftool, nm, readelf, bash, script, mkfs.vfat), each kernel's
-// modules for a loop-mounted vfat (cachestat's test), the project (the
+// the tests run (TOOLS: bpftool, nm, readelf, bash, script, mkfs.vfat,
+// unshare, setpriv, getconf, prlimit), each kernel's modules for a loop-mounted vfat
+// (cachestat's test), the project (the
 // built addon, the tests, their BPF objects and their fixture binaries), at
 // the same paths as on the host. Rebuilt only when the hash of its inputs changes.
 const crypto = require('node:crypto');
@@ -42,9 +43,12 @@ const which = (cmd) => run('sh', ['-c', 'command -v "$1"', 'sh', cmd]).trim();
  * Host programs the tests run, packed when the host has them: bpftool
  * (cleanup tests), nm and readelf (uprobe offset test), bash and util-linux's
  * script (bashreadline tests: an interactive bash on a pty), mkfs.vfat
- * (cachestat's test: a disk image to loop-mount).
+ * (cachestat's test: a disk image to loop-mount), util-linux's unshare and
+ * setpriv (pidns.test.js: busybox's have not `--kill-child`, `--inh-caps`),
+ * getconf (options.test.js: the page size), prlimit (monitor.test.js: the
+ * memlock limit of nobody before 5.11).
  */
-const TOOLS = ['bpftool', 'nm', 'readelf', 'bash', 'script', 'mkfs.vfat'];
+const TOOLS = ['bpftool', 'nm', 'readelf', 'bash', 'script', 'mkfs.vfat', 'unshare', 'setpriv', 'getconf', 'prlimit'];
 
 /** Every file of `dir` (recursively), as absolute paths. */
 function walk(dir) {
@@ -81,9 +85,21 @@ function projectFiles() {
   files.push(...fs.readdirSync(ROOT).filter((f) => f.endsWith('.node')).map((f) => path.join(ROOT, f)));
   for (const dir of ['bpf', '__test__/bpf', 'include/bpf']) files.push(...walk(path.join(ROOT, dir)).filter((p) => /\.(bpf\.o|h)$/.test(p)));
   files.push(...walk(path.join(ROOT, '__test__', '.build')));
-  // runtime dependencies (package.json "dependencies"), if it ever has any
+  // runtime dependencies (package.json "dependencies", if it ever has any),
+  // and the optional peers the monitor exports through (prom-client, the
+  // OpenTelemetry SDK: monitor_overflow.test.js scrapes them), with what
+  // they depend on, as installed; their JavaScript only
   const pkg = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8'));
-  for (const dep of Object.keys(pkg.dependencies || {})) files.push(...walk(path.join(ROOT, 'node_modules', dep)));
+  const queue = [...Object.keys(pkg.dependencies || {}), ...Object.keys(pkg.peerDependencies || {})];
+  const deps = new Set();
+  while (queue.length) {
+    const dep = queue.shift();
+    const manifest = path.join(ROOT, 'node_modules', dep, 'package.json');
+    if (deps.has(dep) || dep.startsWith('@types/') || !fs.existsSync(manifest)) continue;
+    deps.add(dep);
+    queue.push(...Object.keys(JSON.parse(fs.readFileSync(manifest, 'utf8')).dependencies || {}));
+  }
+  for (const dep of deps) files.push(...walk(path.join(ROOT, 'node_modules', dep)).filter((p) => /\.(c?js|json)$/.test(p) && !/\/build\/(esm|esnext)\//.test(p)));
   return [...new Set(files)].sort();
 }
 
@@ -132,8 +148,9 @@ function entries({ fixtures, modules = [] }) {
   });
   list.push({ dest: '/etc/hostname', text: 'node-libbpf-vm\n', mode: 0o644 });
   list.push({ dest: '/etc/hosts', text: '127.0.0.1 localhost\n::1 localhost ip6-localhost\n', mode: 0o644 });
-  list.push({ dest: '/etc/passwd', text: 'root:x:0:0:root:/root:/bin/sh\n', mode: 0o644 });
-  list.push({ dest: '/etc/group', text: 'root:x:0:\n', mode: 0o644 });
+  // nobody and nogroup: pidns.test.js runs the monitor as nobody (setpriv), hostile.test.js's files are nobody's
+  list.push({ dest: '/etc/passwd', text: 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n', mode: 0o644 });
+  list.push({ dest: '/etc/group', text: 'root:x:0:\nnogroup:x:65534:\n', mode: 0o644 });
   return list.sort((a, b) => (a.dest < b.dest ? -1 : a.dest > b.dest ? 1 : 0));
 }
 
@@ -160,7 +177,7 @@ function hashOf(list) {
 function pack(list, stage, out) {
   fs.rmSync(stage, { recursive: true, force: true });
   fs.mkdirSync(stage, { recursive: true });
-  for (const d of ['usr/bin', 'usr/sbin', 'usr/lib', 'usr/lib64', 'proc', 'sys', 'dev', 'run', 'root', 'etc']) {
+  for (const d of ['usr/bin', 'usr/sbin', 'usr/lib', 'usr/lib64', 'proc', 'sys', 'dev', 'run', 'root', 'etc', 'mnt']) {
     fs.mkdirSync(path.join(stage, d), { recursive: true });
   }
   fs.mkdirSync(path.join(stage, 'tmp'), { mode: 0o1777 });
