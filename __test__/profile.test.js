@@ -87,6 +87,23 @@ function traces(file, args = []) {
     .filter(Boolean);
 }
 
+test('a JIT address is named by the perf map as it was at the window\'s end, not by code compiled there after it', () => {
+  const { perfMapNames } = require('../lib/profile');
+  const pid = 4194305; // above the largest pid_max: no process writes this map
+  const file = `/tmp/perf-${pid}.map`;
+  const before = '1000 100 JS:*hotLoop a.js:1:1\n';
+  // after the window: the decoding's own code lands where the sampled code was freed; a cut last line
+  fs.writeFileSync(file, `${before}1080 100 JS:^toBigInt b.js:2:2\n2000 10 JS:~cut`);
+  try {
+    assert.deepEqual([...perfMapNames(pid, [0x1090, 0x2000], before.length)], [[0x1090, 'JS:*hotLoop a.js:1:1']]);
+    assert.deepEqual([...perfMapNames(pid, [0x1090, 0x2000], Infinity)], [[0x1090, 'JS:^toBigInt b.js:2:2']]);
+    assert.deepEqual([...perfMapNames(pid, [0x1090], 0)], []);
+    assert.deepEqual([...perfMapNames(pid + 1, [0x1090], Infinity)], []);
+  } finally {
+    fs.rmSync(file, { force: true });
+  }
+});
+
 describe('on CPU', { skip }, () => {
   const versions = [['20 (this node)', process.execPath], ...OTHER_NODES.filter(Boolean).map((n) => [path.basename(path.dirname(path.dirname(n))), n])];
   for (const [version, node] of versions) {

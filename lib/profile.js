@@ -93,27 +93,64 @@ function jsFrame(name) {
   return js ? { name: js[1], kind: 'js', file: js[2], line: Number(js[3]), label: name } : { name, kind: 'jit', label: name };
 }
 
+const PERF_MAP_READ_MAX = 64 * 1024 * 1024;
+
+/** The size of this process's perf map now (0 without one): a window's end in it. */
+function perfMapEnd(pid) {
+  try {
+    return fs.statSync(`/tmp/perf-${pid}.map`).size;
+  } catch {
+    return 0;
+  }
+}
+
+/**
+ * The perf map's lines written before byte `end` (its last 64 MiB at most,
+ * whole lines only), '' without one.
+ */
+function perfMapText(pid, end) {
+  let fd;
+  try {
+    fd = fs.openSync(`/tmp/perf-${pid}.map`, 'r');
+  } catch {
+    return '';
+  }
+  try {
+    const size = Math.min(end, fs.fstatSync(fd).size);
+    const from = Math.max(0, size - PERF_MAP_READ_MAX);
+    const buf = Buffer.alloc(size - from);
+    let got = 0;
+    while (got < buf.length) {
+      const n = fs.readSync(fd, buf, got, buf.length - got, from + got);
+      if (n === 0) break;
+      got += n;
+    }
+    const text = buf.subarray(0, got).toString('utf8');
+    // whole lines: a line cut by `from` or by the end is dropped
+    const first = from > 0 ? text.indexOf('\n') + 1 : 0;
+    return text.slice(first, text.lastIndexOf('\n') + 1);
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
 /**
  * The perf map's name of each of `addresses` (sorted numbers), the entry
  * written LAST that covers it winning: V8 reuses the memory of collected
  * code (and, with --interpreted-frames-native-stack, of trampoline copies),
  * so an address can be in an old entry and in the one of the code there
- * now. Map(address -> raw name).
+ * now. Only the lines written before byte `end` count: the window's end, as
+ * code compiled after the samples (the decoding of this very window) can
+ * land where the sampled code was. Map(address -> raw name).
  */
-function perfMapNames(pid, addresses) {
+function perfMapNames(pid, addresses, end) {
   const out = new Map();
   if (!addresses.length) return out;
-  let text = '';
-  try {
-    text = fs.readFileSync(`/tmp/perf-${pid}.map`, 'utf8');
-  } catch {
-    return out;
-  }
-  for (const line of text.split('\n')) {
+  for (const line of perfMapText(pid, end).split('\n')) {
     const m = /^([0-9a-f]+) ([0-9a-f]+) (.*)$/.exec(line);
     if (!m) continue;
     const start = Number.parseInt(m[1], 16);
-    const end = start + Number.parseInt(m[2], 16);
+    const stop = start + Number.parseInt(m[2], 16);
     // the first address at or above start
     let lo = 0;
     let hi = addresses.length;
@@ -122,7 +159,7 @@ function perfMapNames(pid, addresses) {
       if (addresses[mid] < start) lo = mid + 1;
       else hi = mid;
     }
-    for (let i = lo; i < addresses.length && addresses[i] < end; i++) out.set(addresses[i], m[3]);
+    for (let i = lo; i < addresses.length && addresses[i] < stop; i++) out.set(addresses[i], m[3]);
   }
   return out;
 }
@@ -325,9 +362,11 @@ class Profiler {
       });
       this.#abort = null;
       for (const link of links.splice(0)) link.detach();
+      // the perf map as the samples saw it: what is written from here on came after them
+      const perfMapEndsAt = perfMapEnd(process.pid);
       if (this.closed) throw codedError('ERR_BPF_CLOSED', 'profiler.collect(): the profiler was closed during the window');
       const durationNs = Number(process.hrtime.bigint() - startHr);
-      return new ProfileWindow(this.#read({ startNs, durationNs, periodNs }));
+      return new ProfileWindow(this.#read({ startNs, durationNs, periodNs, perfMapEndsAt }));
     } finally {
       this.#abort = null;
       for (const link of links) link.detach();
@@ -336,7 +375,7 @@ class Profiler {
   }
 
   /** The window's counts, named, and the maps emptied for the next. */
-  #read({ startNs, durationNs, periodNs }) {
+  #read({ startNs, durationNs, periodNs, perfMapEndsAt }) {
     const obj = this.#obj;
     const stackMap = obj.getMap('stacks');
     const cpuRows = obj.getMap('counts', { int64: 'number' }).getBatch();
@@ -368,13 +407,17 @@ class Profiler {
     const maps = readMappings();
     const userList = [...userAddrs];
     const kernelList = [...kernelAddrs];
-    const userNames = new Map(userList.length ? this.#userNames(userList, maps).map((n, i) => [userList[i], n]) : []);
-    // where an address is in several perf map entries, the code there now is the last one's (see perfMapNames)
+    const userNames = new Map(userList.length ? this.#userNames(userList, maps, perfMapEndsAt).map((n, i) => [userList[i], n]) : []);
+    // where an address is in several perf map entries, the code there at the window's end is the last one's before it (see perfMapNames)
     const jitList = userList.filter((a) => mappingAt(maps, Number(a))?.jit);
-    const latest = perfMapNames(process.pid, jitList.map(Number).sort((x, y) => x - y));
+    const latest = perfMapNames(process.pid, jitList.map(Number).sort((x, y) => x - y), perfMapEndsAt);
     for (const a of jitList) {
       const raw = latest.get(Number(a));
-      if (raw === undefined) continue;
+      if (raw === undefined) {
+        // only a line written after the window names it: not what was sampled
+        if (perfMap) userNames.set(a, ['[unknown]']);
+        continue;
+      }
       const name = stacks.frameName({ name: raw });
       const names = userNames.get(a);
       if (!names[names.length - 1].startsWith(name)) userNames.set(a, [name]);
@@ -447,9 +490,9 @@ class Profiler {
    * The names of user addresses: blazesym's (lib/stacks.js), or where it
    * cannot read /proc/self/map_files (that takes CAP_SYS_ADMIN: a service
    * run with CAP_BPF + CAP_PERFMON only), the ELF symbols of the mapped
-   * files and the perf map, read here.
+   * files and the perf map (its lines before byte `perfMapEndsAt`), read here.
    */
-  #userNames(addresses, maps) {
+  #userNames(addresses, maps, perfMapEndsAt) {
     if (!this.#ownSymbols) {
       try {
         // per address: the functions inlined there (innermost first), then the physical one
@@ -460,7 +503,7 @@ class Profiler {
       }
     }
     const jitAddresses = addresses.map(Number).filter((a) => mappingAt(maps, a)?.jit).sort((x, y) => x - y);
-    const jit = perfMapNames(process.pid, jitAddresses);
+    const jit = perfMapNames(process.pid, jitAddresses, perfMapEndsAt);
     return addresses.map((a) => {
       const address = Number(a);
       const m = mappingAt(maps, address);
@@ -676,4 +719,4 @@ function profile(options) {
   return new Profiler(options);
 }
 
-module.exports = { profile, Profiler, ProfileWindow, threadKind, DEFAULT_FREQUENCY, MAX_FREQUENCY, OFFCPU_SAMPLE_TYPES };
+module.exports = { profile, Profiler, ProfileWindow, threadKind, perfMapNames, DEFAULT_FREQUENCY, MAX_FREQUENCY, OFFCPU_SAMPLE_TYPES };
