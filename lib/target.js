@@ -8,6 +8,7 @@
  *   const { traceTarget, untilStopped, drain } = require('node-libbpf/lib/target');
  */
 const { spawn } = require('child_process');
+const fs = require('fs');
 const os = require('os');
 const path = require('path');
 const { kernelPid } = require('./pidns');
@@ -45,7 +46,11 @@ async function traceTarget(opts, workloadScript, nodeArgs = []) {
     if (child.exitCode === null && child.signalCode === null) child.kill();
     if (child.connected) child.disconnect();
   };
-  process.once('exit', stop);
+  process.once('exit', () => {
+    stop();
+    // the perf map its --perf-basic-prof wrote (node never removes one): named by now
+    if (nodeArgs.some((a) => a.startsWith('--perf-basic-prof'))) fs.rmSync(`/tmp/perf-${child.pid}.map`, { force: true });
+  });
   const info = await new Promise((resolve, reject) => {
     child.once('message', resolve);
     child.once('error', reject);
