@@ -134,4 +134,13 @@ function streamer(pid, { sink = 1, noWakeup = false } = {}) {
   return obj;
 }
 
-module.exports = { bpf, root, objectPath, getppidLoop, streamer, buildFixture, sleep, waitFor, kernelIds, added, throwsCode, startExample, workloadOf, twoFiles, openBoth };
+/**
+ * `cmd` (an argv) run so that it dies with this process, even killed by
+ * SIGKILL (setpriv --pdeathsig: a long-lived child, such as a service
+ * holding BPF programs, is never orphaned by a killed test runner).
+ */
+function tiedToThisProcess(cmd) {
+  return ['setpriv', '--pdeathsig', 'KILL', ...cmd];
+}
+
+module.exports = { bpf, tiedToThisProcess, root, objectPath, getppidLoop, streamer, buildFixture, sleep, waitFor, kernelIds, added, throwsCode, startExample, workloadOf, twoFiles, openBoth };

@@ -16,7 +16,7 @@ const net = require('node:net');
 const os = require('node:os');
 const path = require('node:path');
 const readline = require('node:readline');
-const { sleep } = require('./helpers');
+const { sleep, tiedToThisProcess } = require('./helpers');
 
 const SERVICE = path.join(__dirname, '..', 'examples', 'self_monitor_service.js');
 const K = 40; // plain requests
@@ -62,7 +62,8 @@ function get(port, p) {
 
 /** Starts the example service with `args`; resolves with { child, port, otel } once it listens. */
 async function startService(args) {
-  const child = spawn(process.execPath, [SERVICE, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const [cmd, ...argv] = tiedToThisProcess([process.execPath, SERVICE, ...args]);
+  const child = spawn(cmd, argv, { stdio: ['ignore', 'pipe', 'inherit'] });
   const lines = readline.createInterface({ input: child.stdout })[Symbol.asyncIterator]();
   const first = await Promise.race([lines.next(), sleep(30_000).then(() => ({ value: null }))]);
   assert.ok(first.value, 'the service printed its port');
@@ -75,11 +76,13 @@ async function startPrometheus(targets) {
   const port = await freePort();
   const jobs = Object.entries(targets).map(([job, p]) => `  - job_name: ${job}\n    static_configs:\n      - targets: ['127.0.0.1:${p}']`);
   fs.writeFileSync(path.join(dir, 'prometheus.yml'), `global:\n  scrape_interval: 1s\n  scrape_timeout: 900ms\nscrape_configs:\n${jobs.join('\n')}\n`);
-  const child = /** @type {import('node:child_process').ChildProcessByStdio<null, null, import('node:stream').Readable> & { log: string }} */ (spawn('prometheus', [
+  const [cmd, ...argv] = tiedToThisProcess([
+    'prometheus',
     `--config.file=${path.join(dir, 'prometheus.yml')}`,
     `--storage.tsdb.path=${path.join(dir, 'data')}`,
     `--web.listen-address=127.0.0.1:${port}`,
-  ], { stdio: ['ignore', 'ignore', 'pipe'] }));
+  ]);
+  const child = /** @type {import('node:child_process').ChildProcessByStdio<null, null, import('node:stream').Readable> & { log: string }} */ (spawn(cmd, argv, { stdio: ['ignore', 'ignore', 'pipe'] }));
   child.log = '';
   child.stderr.on('data', (d) => (child.log += d));
   for (let i = 0; i < 300; i++) {
