@@ -1,4 +1,7 @@
 #![deny(clippy::all)]
+// The unit tests (`cargo test --lib`) see the `#[napi]` exports as dead: napi-derive registers them with
+// Node only outside cfg(test), and JavaScript is what calls them.
+#![cfg_attr(test, allow(dead_code))]
 //! node-libbpf: drive eBPF from Node.js. This file only declares the
 //! modules; each registers its own exports with `#[napi]`. The JavaScript
 //! entry (index.js, lib/) wraps them: Rust owns the kernel, JavaScript owns
