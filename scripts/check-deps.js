@@ -11,8 +11,11 @@
  *   except lib/native.js, which owns the binding; and the requires among
  *   lib/*.js (lazy ones included) have no cycle.
  *
+ * - README.md's Mermaid graph (Development) is the one --mermaid draws.
+ *
  *   node scripts/check-deps.js            # exit 1, listing what is wrong
  *   node scripts/check-deps.js --mermaid  # the Rust module graph, as a Mermaid flowchart
+ *   node scripts/check-deps.js --readme   # redraws README.md's graph
  *
  * No dependencies; comments and string literals are skipped, so a module
  * named in a doc comment is no edge.
@@ -253,15 +256,25 @@ function jsProblems(lib = path.join(ROOT, 'lib')) {
   return problems;
 }
 
+const README = path.join(ROOT, 'README.md');
+const README_GRAPH = /(```mermaid\n)([\s\S]*?)(```)/;
+
 function main(argv) {
   const rust = rustGraph();
   if (argv.includes('--mermaid')) {
     console.log(mermaid(rust));
     return 0;
   }
+  const readme = fs.readFileSync(README, 'utf8');
+  const drawn = `${mermaid(rust).trimEnd()}\n`;
+  if (argv.includes('--readme')) {
+    fs.writeFileSync(README, readme.replace(README_GRAPH, (_, open, _old, close) => `${open}${drawn}${close}`));
+    return 0;
+  }
   const problems = [
     ...cycles(rust.graph).map((cycle) => `src/ modules import each other: ${cycle.join(' -> ')}`),
     ...jsProblems(),
+    ...(README_GRAPH.exec(readme)?.[2] === drawn ? [] : ['README.md\'s module graph is not the one src/ makes: run node scripts/check-deps.js --readme']),
   ];
   if (problems.length) {
     for (const p of problems) console.error(`check-deps: ${p}`);

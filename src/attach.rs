@@ -14,7 +14,7 @@ use crate::{
   object::{program_name, ObjectHandle, ProgramArg},
   options, perf_event,
   program::BpfProgram,
-  state::{borrow, Shared, Stage},
+  state::{borrow, Shared},
 };
 
 /// An attachment of a program; `detach()` removes it from the kernel.
@@ -627,44 +627,31 @@ impl BpfProgram {
   #[napi]
   pub fn set_attach_target(&self, func_name: String) -> Result<()> {
     guard(|| {
-      let mut state = borrow(&self.state)?;
-      let source = state.source.clone();
-      match &mut state.stage {
-        Stage::Open(open) => {
-          let mut prog = open.progs_mut().find(|p| p.name() == self.name.as_str()).expect("listed at open");
-          if !matches!(prog.prog_type(), ProgramType::Tracing | ProgramType::Lsm) {
-            let section = prog.section().to_string_lossy().into_owned();
-            return err(
-              Code::InvalidArg,
-              format!(
-                "program '{}' is a SEC(\"{section}\") program: setAttachTarget('{func_name}') retargets fentry, fexit, fmod_ret, \
-                 tp_btf and lsm programs; other programs take their target when they attach (attachKprobe('{func_name}', prog), \
-                 attachTracepoint, attachRawTracepoint, attachUprobe)",
-                self.name
-              ),
-            );
-          }
-          prog.set_attach_target(0, Some(func_name.clone())).map_err(|e| match crate::error::errno_of(&e) {
-            Some(libc::ESRCH) | Some(libc::ENOENT) => BpfError::new(
-              Code::UnknownName,
-              format!(
-                "program '{}': the kernel's BTF (/sys/kernel/btf/vmlinux) has no function or tracepoint '{func_name}' to attach to \
-                 (bpf.fentryCanAttach(name) tells before)",
-                self.name
-              ),
+      self.before_load(&format!("call programs.{}.setAttachTarget()", self.name), |mut prog| {
+        if !matches!(prog.prog_type(), ProgramType::Tracing | ProgramType::Lsm) {
+          let section = prog.section().to_string_lossy().into_owned();
+          return err(
+            Code::InvalidArg,
+            format!(
+              "program '{}' is a SEC(\"{section}\") program: setAttachTarget('{func_name}') retargets fentry, fexit, fmod_ret, \
+               tp_btf and lsm programs; other programs take their target when they attach (attachKprobe('{func_name}', prog), \
+               attachTracepoint, attachRawTracepoint, attachUprobe)",
+              self.name
             ),
-            _ => BpfError::libbpf(Code::InvalidValue, format!("program '{}': setAttachTarget('{func_name}')", self.name), &e),
-          })
+          );
         }
-        Stage::Closed => state.closed(),
-        _ => err(
-          Code::ReadOnly,
-          format!(
-            "{source} is loaded already: call programs.{}.setAttachTarget() before load() and before the first attach or getMap()",
-            self.name
+        prog.set_attach_target(0, Some(func_name.clone())).map_err(|e| match crate::error::errno_of(&e) {
+          Some(libc::ESRCH) | Some(libc::ENOENT) => BpfError::new(
+            Code::UnknownName,
+            format!(
+              "program '{}': the kernel's BTF (/sys/kernel/btf/vmlinux) has no function or tracepoint '{func_name}' to attach to \
+               (bpf.fentryCanAttach(name) tells before)",
+              self.name
+            ),
           ),
-        ),
-      }
+          _ => BpfError::libbpf(Code::InvalidValue, format!("program '{}': setAttachTarget('{func_name}')", self.name), &e),
+        })
+      })
     })
   }
 }

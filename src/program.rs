@@ -3,6 +3,7 @@
 
 use std::os::fd::{AsFd, AsRawFd};
 
+use libbpf_rs::OpenProgramMut;
 use napi_derive::napi;
 
 use crate::{
@@ -59,28 +60,29 @@ impl BpfProgram {
   #[napi(setter)]
   pub fn set_autoload(&self, autoload: bool) -> Result<()> {
     guard(|| {
-      let mut state = borrow(&self.state)?;
-      let source = state.source.clone();
-      match &mut state.stage {
-        Stage::Open(open) => {
-          let mut prog = open.progs_mut().find(|p| p.name() == self.name.as_str()).expect("listed at open");
-          prog.set_autoload(autoload);
-          Ok(())
-        }
-        Stage::Closed => state.closed(),
-        _ => err(
-          Code::ReadOnly,
-          format!(
-            "{source} is loaded already: set programs.{}.autoload before load() and before the first attach or getMap()",
-            self.name
-          ),
-        ),
-      }
+      self.before_load(&format!("set programs.{}.autoload", self.name), |mut prog| {
+        prog.set_autoload(autoload);
+        Ok(())
+      })
     })
   }
 }
 
 impl BpfProgram {
+  /// Runs `change` on the program while the object is open (not loaded yet);
+  /// after load, ERR_BPF_READ_ONLY saying to `what` before load.
+  pub(crate) fn before_load<T>(&self, what: &str, change: impl FnOnce(OpenProgramMut<'_>) -> BpfResult<T>) -> BpfResult<T> {
+    let mut state = borrow(&self.state)?;
+    let source = state.source.clone();
+    match &mut state.stage {
+      Stage::Open(open) => change(open.progs_mut().find(|p| p.name() == self.name.as_str()).expect("listed at open")),
+      Stage::Closed => state.closed(),
+      _ => {
+        err(Code::ReadOnly, format!("{source} is loaded already: {what} before load() and before the first attach or getMap()"))
+      }
+    }
+  }
+
   fn read_autoload(&self) -> BpfResult<bool> {
     let state = borrow(&self.state)?;
     match &state.stage {
