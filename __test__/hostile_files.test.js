@@ -208,7 +208,9 @@ function elfSections(buf) {
   return headers;
 }
 
-test('DWARF nested 100 deep: an error past 64 levels, not a stack overflow', (t) => {
+// (the kernel matrix's VM has no compiler: the host's run covers this one)
+const noCxx = spawnSync('g++', ['--version']).error ? 'no g++ to build the nested binaries' : false;
+test('DWARF nested 100 deep: an error past 64 levels, not a stack overflow', { skip: noCxx }, (t) => {
   const dir = tempDir(t);
   /** A binary whose struct N0 holds N1, ... down to N<depth - 1>, which holds `int x` after `long pad`. */
   const nested = (depth) => {

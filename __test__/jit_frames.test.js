@@ -29,8 +29,8 @@ const TURBOFAN = path.join(__dirname, 'fixtures', 'turbofan_inline.js');
 /** A jitdump of `script` (default: the workload), written by `node` (--perf-prof, and `flags`) in `ms` milliseconds. */
 function realDump(node, ms, script = WORKLOAD, flags = []) {
   const dir = fs.mkdtempSync(path.join(tmp, 'dump-'));
-  // (in its directory: --perf-prof starts V8's log, isolate-*.log, in the working directory)
-  const r = spawnSync(node, ['--perf-prof', `--perf-prof-path=${dir}`, ...flags, script, String(ms)], { timeout: 30_000, cwd: dir });
+  // (in its directory: the jitdump's default place, and --perf-prof starts V8's log, isolate-*.log, there too)
+  const r = spawnSync(node, ['--perf-prof', ...flags, script, String(ms)], { timeout: 30_000, cwd: dir });
   assert.equal(r.status, 0, String(r.stderr));
   const [file] = fs.readdirSync(dir).filter((f) => /^jit-\d+\.dump$/.test(f));
   assert.ok(file, `a jitdump in ${dir}`);
@@ -46,8 +46,12 @@ function onlyCoded(fn) {
   }
 }
 
+// (Node 20, end of life, names and inlines its code otherwise: the tests of what V8 wrote skip there; the kernel matrix's VM has only it)
+const dumpNode = [26, 24, 22].map(nodeBinary).find((n) => fs.existsSync(n));
+const noNewNode = dumpNode ? false : 'no Node 22, 24 or 26 (npm run test:node caches them): this reads what their V8 writes';
+
 describe('lib/jitdump', () => {
-  const node = [26, 24, 22].map(nodeBinary).find((n) => fs.existsSync(n)) ?? process.execPath;
+  const node = dumpNode ?? process.execPath;
   const file = realDump(node, 1500);
   const bytes = fs.readFileSync(file);
 
@@ -58,7 +62,7 @@ describe('lib/jitdump', () => {
     assert.equal(parseCodeName('Builtin:ArgumentsAdaptorTrampoline'), null);
   });
 
-  test(`a real jitdump (${path.basename(path.dirname(path.dirname(node)))}): hotLoopX's code objects, named at their addresses`, () => {
+  test(`a real jitdump (${path.basename(path.dirname(path.dirname(node)))}): hotLoopX's code objects, named at their addresses`, { skip: noNewNode }, () => {
     const dump = new JitDump(file).refresh();
     assert.equal(dump.malformed, null);
     const hot = dump.codes.filter((c) => c.info?.fn === 'hotLoopX');
@@ -89,9 +93,9 @@ describe('lib/jitdump', () => {
     });
   }
 
-  test('StackSymbolizer.userFrames and frames: the inlined function above the code that holds it', async () => {
+  test('StackSymbolizer.userFrames and frames: the inlined function above the code that holds it', { skip: noNewNode }, async () => {
     const { StackSymbolizer } = require('../lib/stacks');
-    const node = [26, 24, 22].map(nodeBinary).find((n) => fs.existsSync(n)) ?? process.execPath;
+    const node = process.env.JITDUMP_NODE ?? [26, 24, 22].map(nodeBinary).find((n) => fs.existsSync(n)) ?? process.execPath;
     // a live process with a jitdump in its working directory, with TurboFan's inlining of helper in outer
     const child = spawn(node, ['--perf-prof', '--no-maglev-inlining', TURBOFAN, '25000'], { cwd: tmp, stdio: 'ignore' });
     try {

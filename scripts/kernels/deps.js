@@ -62,7 +62,7 @@ function ensureBuilt() {
  * same C++ source with three forms of DWARF).
  */
 const FIXTURE_FLAGS = {
-  member_offsets: [['-gdwarf-4'], ['-gdwarf-5'], ['-gdwarf-2', '-gstrict-dwarf']],
+  member_offsets: [['-gdwarf-4'], ['-gdwarf-5'], ['-gdwarf-2', '-gstrict-dwarf'], ['-gz=zlib']],
 };
 
 /**
