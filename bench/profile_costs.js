@@ -15,6 +15,7 @@
 //   sample: a loop's own CPU time at 997 Hz against unprofiled, paired,
 //          per sample taken (CPU time: others' load barely moves it)
 //   node bench/profile_costs.js [--rounds N] [--json] [--no-http]
+//   PROFILE_OPTIONS='{"offCpu":false}' node bench/profile_costs.js   # the req/s row with bpf.profile(those options)
 const path = require('node:path');
 const { execFileSync } = require('node:child_process');
 const bpf = require('..');

@@ -14,7 +14,8 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const say = (o) => process.stdout.write(`${JSON.stringify(o)}\n`);
 
 async function run(rounds) {
-  const profiler = bpf.profile();
+  // (PROFILE_OPTIONS: bpf.profile()'s options as JSON, to cost a part: {"offCpu": false})
+  const profiler = bpf.profile(JSON.parse(process.env.PROFILE_OPTIONS || '{}'));
   const pullMs = [];
   const samples = [];
   try {

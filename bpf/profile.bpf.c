@@ -218,7 +218,8 @@ int BPF_PROG(handle_sched_switch, bool preempt, struct task_struct *prev, struct
 		off.key.preempted = preempt;
 		off.key.user_stack = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
 		off.key.kernel_stack = bpf_get_stackid(ctx, &stacks, 0);
-		off.key.user_chain = recover_chain(prev);
+		/* preempted, it was running code with frame pointers (JIT code, node): no chain to recover */
+		off.key.user_chain = preempt ? 0 : recover_chain(prev);
 		bpf_get_current_comm(off.key.comm, sizeof(off.key.comm));
 		off.start_ns = bpf_ktime_get_ns();
 		return 0;
