@@ -95,7 +95,7 @@ describe('lib/jitdump', () => {
 
   test('StackSymbolizer.userFrames and frames: the inlined function above the code that holds it', { skip: noNewNode }, async () => {
     const { StackSymbolizer } = require('../lib/stacks');
-    const node = process.env.JITDUMP_NODE ?? [26, 24, 22].map(nodeBinary).find((n) => fs.existsSync(n)) ?? process.execPath;
+    const node = dumpNode ?? process.execPath;
     // a live process with a jitdump in its working directory, with TurboFan's inlining of helper in outer
     const child = spawn(node, ['--perf-prof', '--no-maglev-inlining', TURBOFAN, '25000'], { cwd: tmp, stdio: 'ignore' });
     try {

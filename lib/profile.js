@@ -108,7 +108,7 @@ function perfMapEnd(pid) {
  * The perf map's lines written before byte `end` (its last 64 MiB at most,
  * whole lines only), '' without one.
  */
-function perfMapText(pid, end) {
+function perfMapText(pid, end = Infinity) {
   let fd;
   try {
     fd = fs.openSync(`/tmp/perf-${pid}.map`, 'r');
@@ -143,7 +143,7 @@ function perfMapText(pid, end) {
  * code compiled after the samples (the decoding of this very window) can
  * land where the sampled code was. Map(address -> raw name).
  */
-function perfMapNames(pid, addresses, end) {
+function perfMapNames(pid, addresses, end = Infinity) {
   const out = new Map();
   if (!addresses.length) return out;
   for (const line of perfMapText(pid, end).split('\n')) {
