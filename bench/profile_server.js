@@ -6,11 +6,14 @@
 // window (after its {"on": false}) it names the stacks and encodes both
 // pprofs on the main thread, timing that (a pull's main-thread time; the first pull also reads node's
 // symbols). Then prints {"done", "pullMs": [...], "samples": [...]}.
+const fs = require('node:fs');
 const readline = require('node:readline');
 const bpf = require('..');
 const { helloServer } = require('./harness/hello_server');
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+// node never removes the perf map it writes (--perf-basic-prof); SIGTERM exits through process.exit (hello_server.js)
+process.on('exit', () => fs.rmSync(`/tmp/perf-${process.pid}.map`, { force: true }));
 const say = (o) => process.stdout.write(`${JSON.stringify(o)}\n`);
 
 async function run(rounds) {
