@@ -7,8 +7,8 @@ const fs = require('node:fs');
 const path = require('node:path');
 const { spawn, spawnSync } = require('node:child_process');
 
-/** The host's Debian mirror (the URI its apt uses for the main archive). */
-function debianMirror() {
+/** The host's Debian archive and security mirrors (from the apt sources it reads), deb.debian.org by default. */
+function hostMirrors() {
   const texts = [];
   const add = (f) => {
     try {
@@ -25,8 +25,16 @@ function debianMirror() {
     for (const m of t.matchAll(/^deb\s+(?:\[[^\]]*\]\s+)?(\S+)\s+\S+/gm)) uris.push(m[1]);
     for (const m of t.matchAll(/^URIs:\s*(.+)$/gim)) uris.push(...m[1].trim().split(/\s+/));
   }
-  // the archive itself, not -security or a third party's
-  return uris.find((u) => /\/debian\/?$/.test(u)) || 'http://deb.debian.org/debian';
+  return {
+    // the archive itself, not -security or a third party's
+    archive: uris.find((u) => /\/debian\/?$/.test(u)) || 'http://deb.debian.org/debian',
+    security: uris.find((u) => /\/debian-security\/?$/.test(u)) || 'http://deb.debian.org/debian-security',
+  };
+}
+
+/** The host's Debian mirror (the URI its apt uses for the main archive). */
+function debianMirror() {
+  return hostMirrors().archive;
 }
 
 const have = (cmd) => spawnSync('sh', ['-c', `command -v ${cmd}`]).status === 0;
@@ -82,4 +90,4 @@ async function ensureDebianRoot(base, { suite = 'bullseye', log = () => {} } = {
   return { made: true, ...facts };
 }
 
-module.exports = { debianMirror, ensureDebianRoot, aptInstall, have };
+module.exports = { hostMirrors, debianMirror, ensureDebianRoot, aptInstall, have };

@@ -9,34 +9,11 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { CACHE, log, run } = require('./common');
+const { hostMirrors } = require('../rootfs');
 
 const DIR = path.join(CACHE, 'arm64');
 const APT = path.join(DIR, 'apt');
 const SUITE = 'bookworm';
-
-/** The host's Debian archive and security mirrors (from its apt sources), deb.debian.org by default. */
-function hostMirrors() {
-  const texts = [];
-  const add = (f) => {
-    try {
-      texts.push(fs.readFileSync(f, 'utf8'));
-    } catch {
-      // unreadable: skip
-    }
-  };
-  add('/etc/apt/sources.list');
-  const dir = '/etc/apt/sources.list.d';
-  if (fs.existsSync(dir)) for (const f of fs.readdirSync(dir).filter((x) => /\.(list|sources)$/.test(x))) add(path.join(dir, f));
-  const uris = [];
-  for (const t of texts) {
-    for (const m of t.matchAll(/^deb\s+(?:\[[^\]]*\]\s+)?(\S+)\s+\S+/gm)) uris.push(m[1]);
-    for (const m of t.matchAll(/^URIs:\s*(.+)$/gim)) uris.push(...m[1].trim().split(/\s+/));
-  }
-  return {
-    archive: uris.find((u) => /\/debian\/?$/.test(u)) || 'http://deb.debian.org/debian',
-    security: uris.find((u) => /\/debian-security\/?$/.test(u)) || 'http://deb.debian.org/debian-security',
-  };
-}
 
 /** apt-get's options for the private arm64 apt. */
 function aptOptions() {
