@@ -252,8 +252,7 @@ function child() {
 const test = require('node:test');
 const assert = require('node:assert');
 const os = require('node:os');
-const { spawn } = require('node:child_process');
-const { objectPath } = require('./helpers');
+const { objectPath, runLines } = require('./helpers');
 
 /**
  * What a child's stderr says about its death: the Rust panic's place and
@@ -278,40 +277,9 @@ function panicOf(stderr) {
   return { panic: `${m[2].split(':')[0]}: "${text.split('\n')[0]}"`, slug: words.slice(0, 5).join('-').toLowerCase() };
 }
 
-/**
- * Runs `node fuzz.test.js ...args` and reads its lines; `onLine(line)`
- * returns nothing. Kills it when no line came for `timeoutMs`. Resolves to
- * { code, signal, hung, stderr }.
- */
+/** Runs `node fuzz.test.js ...args`, its lines to `onLine` (helpers.runLines). */
 function runChild(args, onLine, timeoutMs) {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [__filename, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let rest = '';
-    let stderr = '';
-    let hung = false;
-    let timer;
-    const arm = () => {
-      clearTimeout(timer);
-      timer = setTimeout(() => {
-        hung = true;
-        child.kill('SIGKILL');
-      }, timeoutMs);
-    };
-    arm();
-    child.stdout.setEncoding('utf8').on('data', (d) => {
-      arm();
-      const lines = (rest + d).split('\n');
-      rest = lines.pop();
-      lines.forEach(onLine);
-    });
-    // a panic's message comes first and can be huge (a whole BTF log): keep its start
-    child.stderr.setEncoding('utf8').on('data', (d) => (stderr += stderr.length < 2000 ? d.slice(0, 2000) : ''));
-    child.on('close', (code, signal) => {
-      clearTimeout(timer);
-      if (rest) onLine(rest);
-      resolve({ code, signal, hung, stderr });
-    });
-  });
+  return runLines(process.execPath, [__filename, ...args], onLine, timeoutMs);
 }
 
 /**

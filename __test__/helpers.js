@@ -143,4 +143,46 @@ function tiedToThisProcess(cmd) {
   return ['setpriv', '--pdeathsig', 'KILL', ...cmd];
 }
 
-module.exports = { bpf, tiedToThisProcess, root, objectPath, getppidLoop, streamer, buildFixture, sleep, waitFor, kernelIds, added, throwsCode, startExample, workloadOf, twoFiles, openBoth };
+/**
+ * Runs `cmd args` and hands each line of its stdout to `onLine`; kills it
+ * when no line came for `timeoutMs` (a hang). Resolves to { code, signal,
+ * hung, stderr }: stderr's start only (a panic's message comes first and can
+ * be huge, a whole BTF log).
+ * @param {string} cmd
+ * @param {string[]} args
+ * @param {(line: string) => void} onLine
+ * @param {number} timeoutMs
+ * @returns {Promise<{ code: number | null, signal: NodeJS.Signals | null, hung: boolean, stderr: string }>}
+ */
+function runLines(cmd, args, onLine, timeoutMs) {
+  const { spawn } = require('node:child_process');
+  return new Promise((resolve) => {
+    const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    let rest = '';
+    let stderr = '';
+    let hung = false;
+    let timer;
+    const arm = () => {
+      clearTimeout(timer);
+      timer = setTimeout(() => {
+        hung = true;
+        child.kill('SIGKILL');
+      }, timeoutMs);
+    };
+    arm();
+    child.stdout.setEncoding('utf8').on('data', (d) => {
+      arm();
+      const lines = (rest + d).split('\n');
+      rest = lines.pop() ?? '';
+      lines.forEach(onLine);
+    });
+    child.stderr.setEncoding('utf8').on('data', (d) => (stderr += stderr.length < 4000 ? d.slice(0, 4000) : ''));
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      if (rest) onLine(rest);
+      resolve({ code, signal, hung, stderr });
+    });
+  });
+}
+
+module.exports = { bpf, tiedToThisProcess, runLines, root, objectPath, getppidLoop, streamer, buildFixture, sleep, waitFor, kernelIds, added, throwsCode, startExample, workloadOf, twoFiles, openBoth };

@@ -407,8 +407,8 @@ if (['run', 'write'].includes(process.argv[2])) {
   const test = require('node:test');
   const assert = require('node:assert');
   const os = require('node:os');
-  const { spawn, execFileSync } = require('node:child_process');
-  const { buildFixture, objectPath } = require('./helpers');
+  const { execFileSync } = require('node:child_process');
+  const { buildFixture, objectPath, runLines } = require('./helpers');
 
   const isRoot = process.getuid() === 0;
   const hasSetpriv = (() => {
@@ -420,37 +420,10 @@ if (['run', 'write'].includes(process.argv[2])) {
     }
   })();
 
-  /** Runs a child; `onLine` gets its lines. Kills it when no line came for `timeoutMs`. */
+  /** Runs a child of this file (as nobody: through setpriv), its lines to `onLine` (helpers.runLines). */
   function runChild(args, asNobody, onLine, timeoutMs) {
-    return new Promise((resolve) => {
-      const argv = [process.execPath, __filename, ...args];
-      const cmd = asNobody ? ['setpriv', ['--reuid=nobody', '--regid=nogroup', '--clear-groups', ...argv]] : [argv[0], argv.slice(1)];
-      const c = spawn(cmd[0], cmd[1], { stdio: ['ignore', 'pipe', 'pipe'] });
-      let rest = '';
-      let stderr = '';
-      let hung = false;
-      let timer;
-      const arm = () => {
-        clearTimeout(timer);
-        timer = setTimeout(() => {
-          hung = true;
-          c.kill('SIGKILL');
-        }, timeoutMs);
-      };
-      arm();
-      c.stdout.setEncoding('utf8').on('data', (d) => {
-        arm();
-        const lines = (rest + d).split('\n');
-        rest = lines.pop();
-        lines.forEach(onLine);
-      });
-      c.stderr.setEncoding('utf8').on('data', (d) => (stderr += stderr.length < 4000 ? d.slice(0, 4000) : ''));
-      c.on('close', (code, signal) => {
-        clearTimeout(timer);
-        if (rest) onLine(rest);
-        resolve({ code, signal, hung, stderr });
-      });
-    });
+    const argv = [process.execPath, __filename, ...args];
+    return asNobody ? runLines('setpriv', ['--reuid=nobody', '--regid=nogroup', '--clear-groups', ...argv], onLine, timeoutMs) : runLines(argv[0], argv.slice(1), onLine, timeoutMs);
   }
 
   /** Runs cases [from, to); a case that kills its child is recorded, and the next child goes on after it. */
