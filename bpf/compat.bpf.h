@@ -40,6 +40,22 @@ static __always_inline struct pt_regs *task_user_regs(struct task_struct *task)
 	return stack ? (struct pt_regs *)(stack + KERNEL_STACK_BYTES) - 1 : NULL;
 }
 
+/* the syscall a sleeping task is in, or -1 */
+static __always_inline long task_syscall(struct task_struct *task)
+{
+	struct pt_regs *regs = task_user_regs(task);
+
+	if (!regs)
+		return -1;
+#if defined(__TARGET_ARCH_x86)
+	return BPF_CORE_READ(regs, orig_ax);
+#elif defined(__TARGET_ARCH_arm64)
+	return BPF_CORE_READ(regs, syscallno);
+#else
+	return -1;
+#endif
+}
+
 /*
  * Per-thread storage: task storage where the kernel lets tracing programs
  * use it (no insert and delete per call, nothing left behind by a thread

@@ -229,22 +229,6 @@ PHASE_ENTRY(poll, UV_PHASE_POLL)
 PHASE_ENTRY(check, UV_PHASE_CHECK)
 PHASE_ENTRY(timers, UV_PHASE_TIMERS)
 
-/* the syscall a sleeping task is in, or -1 */
-static __always_inline long task_syscall(struct task_struct *task)
-{
-	struct pt_regs *regs = task_user_regs(task);
-
-	if (!regs)
-		return -1;
-#if defined(__TARGET_ARCH_x86)
-	return BPF_CORE_READ(regs, orig_ax);
-#elif defined(__TARGET_ARCH_arm64)
-	return BPF_CORE_READ(regs, syscallno);
-#else
-	return -1;
-#endif
-}
-
 static __always_inline bool idle_wait(long nr)
 {
 	return nr >= 0 && (nr == nr_epoll_wait || nr == nr_epoll_pwait || nr == nr_epoll_pwait2);

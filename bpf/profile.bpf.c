@@ -75,22 +75,6 @@ struct {
 	struct profile_key key;
 } off = {};
 
-/* the syscall a sleeping task is in, or -1 */
-static __always_inline long task_syscall(struct task_struct *task)
-{
-	struct pt_regs *regs = task_user_regs(task);
-
-	if (!regs)
-		return -1;
-#if defined(__TARGET_ARCH_x86)
-	return BPF_CORE_READ(regs, orig_ax);
-#elif defined(__TARGET_ARCH_arm64)
-	return BPF_CORE_READ(regs, syscallno);
-#else
-	return -1;
-#endif
-}
-
 #define SCAN_WORDS 256
 /* a plausible user-space code address */
 #define USER_CODE(a) ((a) > 0x10000 && (a) < 0x800000000000ULL)
