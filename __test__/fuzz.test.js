@@ -33,17 +33,7 @@ const MAX_FIXTURES = 20;
 
 // ---- deterministic cases -------------------------------------------------
 
-/** mulberry32: a small seeded PRNG, floats in [0, 1). */
-function prng(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+const { prng } = require('./helpers');
 
 /** The random source of case `id` of run `seed`: the same in the parent and the child. */
 function caseRandom(seed, id) {

@@ -185,4 +185,16 @@ function runLines(cmd, args, onLine, timeoutMs) {
   });
 }
 
-module.exports = { bpf, tiedToThisProcess, runLines, root, objectPath, getppidLoop, streamer, buildFixture, sleep, waitFor, kernelIds, added, throwsCode, startExample, workloadOf, twoFiles, openBoth };
+/** mulberry32: a small seeded PRNG, floats in [0, 1). */
+function prng(seed) {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+module.exports = { bpf, tiedToThisProcess, runLines, prng, root, objectPath, getppidLoop, streamer, buildFixture, sleep, waitFor, kernelIds, added, throwsCode, startExample, workloadOf, twoFiles, openBoth };
