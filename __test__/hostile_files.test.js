@@ -65,6 +65,16 @@ function elfCopy(dir) {
   return { copy, fileOffset: addOne.fileOffset };
 }
 
+/** A process that maps a copy of add_one (stopped after the test), and its perf map's path (removed after it). */
+async function victim(t, dir) {
+  const { copy, fileOffset } = elfCopy(dir);
+  const target = await mapper([copy]);
+  t.after(() => target.stop());
+  const perfMap = `/tmp/perf-${target.pid}.map`;
+  t.after(() => fs.rmSync(perfMap, { force: true }));
+  return { copy, fileOffset, target, perfMap };
+}
+
 // what the children run: symbolize, and say which of our mappings are memfd copies
 const SYMBOLIZE = `(bpf, { pid, addrs, times = 1 }) => {
   const sym = new bpf.Symbolizer();
@@ -75,11 +85,7 @@ const SYMBOLIZE = `(bpf, { pid, addrs, times = 1 }) => {
 
 test('a malformed perf map: its good lines name JIT frames, bad ones are skipped, native frames still named', async (t) => {
   const dir = tempDir(t);
-  const { copy, fileOffset } = elfCopy(dir);
-  const target = await mapper([copy]);
-  t.after(() => target.stop());
-  const perfMap = `/tmp/perf-${target.pid}.map`;
-  t.after(() => fs.rmSync(perfMap, { force: true }));
+  const { copy, fileOffset, target, perfMap } = await victim(t, dir);
   fs.writeFileSync(
     perfMap,
     [
@@ -106,11 +112,7 @@ test('a malformed perf map: its good lines name JIT frames, bad ones are skipped
 
 test('a perf map truncated and rewritten while it is read, an ELF truncated under its mapping: results, no SIGBUS', async (t) => {
   const dir = tempDir(t);
-  const { copy, fileOffset } = elfCopy(dir);
-  const target = await mapper([copy]);
-  t.after(() => target.stop());
-  const perfMap = `/tmp/perf-${target.pid}.map`;
-  t.after(() => fs.rmSync(perfMap, { force: true }));
+  const { copy, fileOffset, target, perfMap } = await victim(t, dir);
   // 8 MB of perf map, cut and written again without a pause by a second process
   const full = path.join(dir, 'full.map');
   fs.writeFileSync(full, Array.from({ length: 200_000 }, (_, i) => `${(0x100000 + i * 0x40).toString(16)} 40 JS:*f${i} z.js:${i}:1`).join('\n'));
@@ -155,11 +157,7 @@ test('a FIFO: as a path, as a perf map, in place of a mapped file; a symlink as 
     assert.match(message, /fifo is not a regular file/);
   }
 
-  const { copy, fileOffset } = elfCopy(dir);
-  const target = await mapper([copy]);
-  t.after(() => target.stop());
-  const perfMap = `/tmp/perf-${target.pid}.map`;
-  t.after(() => fs.rmSync(perfMap, { force: true }));
+  const { copy, fileOffset, target, perfMap } = await victim(t, dir);
   execFileSync('mkfifo', [perfMap]);
   // and the mapped file's path now a FIFO too
   fs.renameSync(fifo, copy);
