@@ -39,15 +39,24 @@ function debianMirror() {
 
 const have = (cmd) => spawnSync('sh', ['-c', `command -v ${cmd}`]).status === 0;
 
-/** Installs Debian packages on the host with apt-get (apt-get update first) when `cmd` is missing. */
-function aptInstall(cmd, packages, log) {
-  if (have(cmd)) return;
+/**
+ * Installs Debian packages on the host with apt-get (apt-get update first)
+ * when what they bring is missing: `need` is the command they bring, or the
+ * absolute path of a file they bring. Throws when it is still missing after.
+ * @param {string} need
+ * @param {string[]} packages
+ * @param {(line: string) => void} log
+ */
+function aptInstall(need, packages, log) {
+  const present = () => (need.startsWith('/') ? fs.existsSync(need) : have(need));
+  if (present()) return;
   log(`installing ${packages.join(' ')} (apt-get)`);
   const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
   const lock = ['-o', 'DPkg::Lock::Timeout=600'];
   spawnSync('apt-get', ['update', '-qq', ...lock], { stdio: 'ignore', env });
   const r = spawnSync('apt-get', ['install', '-y', '-qq', ...lock, ...packages], { encoding: 'utf8', env });
   if (r.status !== 0) throw new Error(`apt-get install ${packages.join(' ')} exited ${r.status}: ${(r.stderr || '').trim().slice(-1000)}`);
+  if (!present()) throw new Error(`${need} is still missing after apt-get install ${packages.join(' ')}`);
 }
 
 /**
