@@ -17,8 +17,7 @@ const { JitDump, findJitDump, parseCodeName, INLINED_MARK } = require('../lib/ji
 
 const STACKCOUNT = path.join(__dirname, '..', 'examples', 'stackcount.js');
 const WORKLOAD = path.join(__dirname, '..', 'examples', 'workloads', 'inlined.js');
-const NODES = { 22: '22.23.3', 24: '24.21.0', 26: '26.10.0' };
-const nodeBinary = (major) => path.join('/var/cache/node-libbpf/node', NODES[major], 'bin', 'node');
+const { testNode } = require('../scripts/nodes');
 const MAGLEV_MARK = '[may hold inlined code: run node with --no-maglev-inlining to name it]';
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'jit-frames-test-'));
@@ -47,7 +46,7 @@ function onlyCoded(fn) {
 }
 
 // (Node 20, end of life, names and inlines its code otherwise: the tests of what V8 wrote skip there; the kernel matrix's VM has only it)
-const dumpNode = [26, 24, 22].map(nodeBinary).find((n) => fs.existsSync(n));
+const dumpNode = [26, 24, 22].map((major) => testNode(major).node).find(Boolean);
 const noNewNode = dumpNode ? false : 'no Node 22, 24 or 26 (npm run test:node caches them): this reads what their V8 writes';
 
 describe('lib/jitdump', () => {
@@ -77,10 +76,10 @@ describe('lib/jitdump', () => {
   });
 
   for (const major of [22, 24, 26]) {
-    const skip = !fs.existsSync(nodeBinary(major)) && `no Node ${major} at ${nodeBinary(major)}`;
+    const { node, skip } = testNode(major);
     if (skip) console.log(`skipping the TurboFan jitdump of Node ${major}: ${skip}`);
     test(`Node ${major}: TurboFan code names the function it inlined (helper into outer)`, { skip }, () => {
-      const dump = new JitDump(realDump(nodeBinary(major), 2500, TURBOFAN, ['--no-maglev-inlining'])).refresh();
+      const dump = new JitDump(realDump(/** @type {string} */ (node), 2500, TURBOFAN, ['--no-maglev-inlining'])).refresh();
       const outer = `outer ${TURBOFAN}:5:15`;
       const helper = `helper ${TURBOFAN}:4:16`;
       const seen = new Map();
@@ -260,8 +259,7 @@ async function profile(node, flags) {
 
 describe('stackcount --profile: the hot function V8 inlined', { skip: skipRoot, concurrency: 1 }, () => {
   for (const major of [22, 24, 26]) {
-    const node = nodeBinary(major);
-    const skip = !fs.existsSync(node) && `no Node ${major} at ${node} (npm run test:node caches it)`;
+    const { node, skip } = testNode(major);
     if (skip) console.log(`# skipping Node ${major}: ${skip}`);
     test(`Node ${major}, --perf-basic-prof --no-maglev-inlining: hotLoopX in most samples`, { skip, timeout: 60_000 }, async () => {
       const r = await profile(node, ['--perf-basic-prof', '--no-maglev-inlining']);

@@ -16,10 +16,13 @@ const { kernelIds } = require('./helpers');
 const ROOT = path.join(__dirname, '..');
 const SERVICE = path.join(__dirname, 'fixtures', 'profile_service.js');
 const NODE_ARGS = ['--perf-basic-prof', '--interpreted-frames-native-stack', '--no-logfile-per-isolate', '--logfile=+'];
+const { testNode } = require('../scripts/nodes');
+
+// Node 22, 24 and 26 (npm test's pretest caches them; under test:node a missing one fails)
 const OTHER_NODES = ['22', '24', '26'].map((major) => {
-  const dir = '/var/cache/node-libbpf/node';
-  const v = fs.existsSync(dir) ? fs.readdirSync(dir).find((d) => d.startsWith(`${major}.`)) : undefined;
-  return v && path.join(dir, v, 'bin', 'node');
+  const { node, skip } = testNode(major);
+  if (skip) console.log(`# profile.test.js: skipping Node ${major}: ${skip}`);
+  return node;
 });
 
 const goOk = spawnSync('go', ['version']).status === 0;

@@ -16,14 +16,12 @@
  * Options: `--versions 22,24,26`, `--gate 26` (`--gate none`: report only),
  * `--files a.test.js,b.test.js` (instead of the default set).
  */
-const fs = require('node:fs');
-const os = require('node:os');
 const path = require('node:path');
 const { execFileSync, spawnSync } = require('node:child_process');
+const { nodeBinary } = require('./nodes');
 const { parseArgs } = require('node:util');
 
 const ROOT = path.join(__dirname, '..');
-const CACHE = '/var/cache/node-libbpf/node';
 const FILES = [
   // the addon
   'tracepoint.test.js', 'globals.test.js', 'maps.test.js', 'buffers.test.js', 'dispatch.test.js', 'codec.test.js', 'errors.test.js', 'uprobe.test.js', 'perf_event.test.js',
@@ -42,60 +40,16 @@ const { values } = parseArgs({
 });
 const log = (msg) => console.error(`test:node: ${msg}`);
 
-/** Refuses a folder another user could write into: it holds binaries root runs. */
-function checkOwned(dir) {
-  const st = fs.lstatSync(dir);
-  if (!st.isDirectory() || st.uid !== process.getuid() || (st.mode & 0o022) !== 0) {
-    throw new Error(`${dir} is not a folder owned by uid ${process.getuid()} and writable by it alone (mode ${(st.mode & 0o777).toString(8)}, owner ${st.uid}): remove it, or fix it with chown ${process.getuid()} ${dir} && chmod go-w ${dir}`);
-  }
-}
-
-/** The newest release of `major` that npm has, as `major.minor.patch`. */
-function newest(pkg, major) {
-  const out = JSON.parse(execFileSync('npm', ['view', `${pkg}@${major}`, 'version', '--json'], { encoding: 'utf8' }));
-  const key = (v) => v.split('.').map(Number);
-  return [].concat(out).sort((a, b) => {
-    const [x, y] = [key(a), key(b)];
-    return x[0] - y[0] || x[1] - y[1] || x[2] - y[2];
-  }).at(-1);
-}
-
-/** The `node` binary of the newest `major`, downloaded into the cache if it is not there. */
-function nodeBinary(major) {
-  const pkg = `node-linux-${os.arch() === 'arm64' ? 'arm64' : 'x64'}`;
-  for (const dir of ['/var/cache/node-libbpf', CACHE]) {
-    fs.mkdirSync(dir, { recursive: true, mode: 0o755 });
-    checkOwned(dir);
-  }
-  const version = newest(pkg, major);
-  const dir = path.join(CACHE, version);
-  const bin = path.join(dir, 'bin', 'node');
-  if (!fs.existsSync(bin)) {
-    log(`downloading ${pkg}@${version}`);
-    const tmp = fs.mkdtempSync(path.join(CACHE, '.download-'));
-    try {
-      const tarball = execFileSync('npm', ['pack', `${pkg}@${version}`, '--silent', '--pack-destination', tmp], { encoding: 'utf8' }).trim().split('\n').at(-1);
-      fs.mkdirSync(path.join(tmp, 'node'));
-      execFileSync('tar', ['xzf', path.join(tmp, tarball), '-C', path.join(tmp, 'node'), '--strip-components=1', '--no-same-owner']);
-      fs.renameSync(path.join(tmp, 'node'), dir);
-    } finally {
-      fs.rmSync(tmp, { recursive: true, force: true });
-    }
-  }
-  checkOwned(dir);
-  return bin;
-}
-
 const files = (values.files ? values.files.split(',') : FILES).map((f) => path.join(ROOT, '__test__', f));
 const rows = [];
 for (const major of values.versions.split(',')) {
-  const node = nodeBinary(major);
+  const node = nodeBinary(major, { log });
   const version = execFileSync(node, ['--version'], { encoding: 'utf8' }).trim();
   log(`${version}: ${files.length} test files`);
   const started = Date.now();
   const r = spawnSync(node, ['--test', '--test-concurrency=1', '--test-reporter=spec', ...files], {
     cwd: ROOT,
-    env: { ...process.env, PATH: `${path.dirname(node)}:${process.env.PATH}` },
+    env: { ...process.env, PATH: `${path.dirname(node)}:${process.env.PATH}`, NODE_LIBBPF_REQUIRE_NODES: '1' },
     encoding: 'utf8',
     stdio: ['ignore', 'pipe', 'inherit'],
     maxBuffer: 64 * 1024 * 1024,

