@@ -68,7 +68,7 @@ export declare class BpfProgram {
   set autoload(autoload: boolean)
 }
 
-/** The native side of an open ring or perf buffer (lib/buffer.js wraps it). */
+/** The native side of an open ring or perf buffer (lib/core/buffer.js wraps it). */
 export declare class NativeBuffer {
   /** Stops delivery and frees the buffer (idempotent; returns at once). */
   close(): void
@@ -103,7 +103,7 @@ export declare class NativeBuffer {
 }
 
 /**
- * The native side of a map of a loaded object (lib/map.js wraps it in
+ * The native side of a map of a loaded object (lib/core/map.js wraps it in
  * `BpfMap`). Per-CPU values cross as one Buffer of one value per possible
  * CPU, back to back.
  */
@@ -138,7 +138,7 @@ export declare class NativeMap {
   batch(remove: boolean): [Buffer, Buffer]
   /**
    * Streams the records of a BPF_MAP_TYPE_RINGBUF map to `dispatch`
-   * (lib/dispatch.js), a batch per call.
+   * (lib/core/dispatch.js), a batch per call.
    */
   openRingBuffer(dispatch: (data: Buffer, ends: Uint32Array, cpus: Uint32Array | null, losses: number[] | null) => void, options?: BufferOptions): NativeBuffer
   /**
@@ -158,7 +158,7 @@ export declare class NativeMap {
 }
 
 /**
- * The native side of a BPF object (lib/object.js wraps it in `BpfObject`).
+ * The native side of a BPF object (lib/core/object.js wraps it in `BpfObject`).
  * Every method is one crossing; values cross as bytes (Buffers) and
  * layouts as data, and the JavaScript side encodes and decodes them.
  */
@@ -223,7 +223,7 @@ export declare class ObjectHandle {
    */
   attach(prog: BpfProgram | string): BpfLink
   /**
-   * Writes the bytes of a global variable (lib/object.js encodes them from
+   * Writes the bytes of a global variable (lib/core/object.js encodes them from
    * its layout). `const volatile` globals (`.rodata`) only before load;
    * `.data`/`.bss` globals any time.
    */
@@ -332,7 +332,7 @@ export interface AttachOptions {
 }
 
 /**
- * How the addon consumes a buffer (lib/map.js passes these on from the
+ * How the addon consumes a buffer (lib/core/map.js passes these on from the
  * options of `openRingBuffer`/`openPerfBuffer`). Numbers, checked here
  * (src/options.rs has the ranges), never wrapped by a u32 conversion.
  */

@@ -1,6 +1,6 @@
 'use strict';
 // examples/bashreadline.js: the command lines typed into interactive bash
-// shells running on pseudo-terminals of their own (lib/pty.js), read by a
+// shells running on pseudo-terminals of their own (lib/tools/pty.js), read by a
 // uretprobe on readline().
 const { describe, test } = require('node:test');
 const assert = require('node:assert/strict');
@@ -9,7 +9,7 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { waitFor, sleep, startExample: startScript, workloadOf } = require('./helpers');
-const { spawnInteractive } = require('../lib/pty');
+const { spawnInteractive } = require('../lib/tools/pty');
 
 const EXAMPLE = path.join(__dirname, '..', 'examples', 'bashreadline.js');
 const RUN_TIMEOUT_MS = 30_000;

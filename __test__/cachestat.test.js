@@ -142,7 +142,7 @@ for (const [kind, flags] of KINDS.length ? KINDS : [['fentry or kprobes', []]]) 
 }
 
 test("cachestat.bpf.o: one fentry program per event, retargeted to each of its functions this kernel's BTF has", (t) => {
-  const { objectPath } = require('../lib/objects');
+  const { objectPath } = require('../lib/core/objects');
   // the functions examples/cachestat.js probes, by program
   const FUNCTIONS = {
     accessed: ['folio_mark_accessed', 'mark_page_accessed'],

@@ -1,17 +1,17 @@
 'use strict';
-// --cgroup PATH and --per-container of the system-wide tools (lib/cgroup.js,
+// --cgroup PATH and --per-container of the system-wide tools (lib/host/cgroup.js,
 // bpf/filter.bpf.h): the same workload in two cgroups of its own, each
 // counted exactly, in the kernel; container ids from the cgroup paths of
 // the runtimes; and the perf map of a Node.js in a PID and mount namespace
-// of its own (lib/procfs.js perfMapPath).
+// of its own (lib/host/procfs.js perfMapPath).
 const { describe, test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
 const { spawn, spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const path = require('node:path');
 const { getppidLoop, startExample, throwsCode, waitFor } = require('./helpers');
-const { cgroupV2Root, resolveCgroup, parseContainer, CgroupNames, containerLabel } = require('../lib/cgroup');
-const { perfMapPath, namespacePid } = require('../lib/procfs');
+const { cgroupV2Root, resolveCgroup, parseContainer, CgroupNames, containerLabel } = require('../lib/host/cgroup');
+const { perfMapPath, namespacePid } = require('../lib/host/procfs');
 
 const EXAMPLES = path.join(__dirname, '..', 'examples');
 const TIMEOUT_MS = 60_000;
@@ -166,7 +166,7 @@ describe('the tools with --cgroup and --per-container', { skip, timeout: 4 * TIM
       assert.deepEqual([row?.cgroupId, row?.syscall, row?.count], [fs.statSync(dirs[name]).ino, 'getppid', K[name]], histPerContainer.stdout);
       assert.equal(row.buckets.reduce((n, bucket) => n + bucket.count, 0), K[name], 'its histogram counts each call once');
     }
-    // the article's tracers (lib/trace_syscalls.js): the loop in cgroup a writes its result once, at exit
+    // the article's tracers (lib/tools/trace_syscalls.js): the loop in cgroup a writes its result once, at exit
     const events = fileIo.stdout.split('\n').filter((l) => l.startsWith('{"')).map((l) => JSON.parse(l)).filter((e) => e.syscall);
     assert.deepEqual([...new Set(events.map((e) => e.pid))], [outs.pids.a], fileIo.stdout);
     assert.deepEqual(events.map((e) => e.syscall), ['write'], fileIo.stdout);

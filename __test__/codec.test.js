@@ -1,10 +1,10 @@
 'use strict';
-// The typed codec (lib/codec.js) on its own: layouts as data in, values out.
+// The typed codec (lib/core/codec.js) on its own: layouts as data in, values out.
 // No kernel and no root needed.
 const test = require('node:test');
 const assert = require('node:assert');
 const { spawnSync } = require('node:child_process');
-const codec = require('../lib/codec');
+const codec = require('../lib/core/codec');
 
 const u32 = { kind: 'int', size: 4, signed: false };
 const s8 = { kind: 'int', size: 1, signed: true };

@@ -1,5 +1,5 @@
 'use strict';
-// Fuzzing the typed codec (lib/codec.js) in-process, without the kernel:
+// Fuzzing the typed codec (lib/core/codec.js) in-process, without the kernel:
 // random layouts, as src/btf.rs makes them, and random bytes.
 //
 // - the generated decoder and the interpreted one (closures, for processes
@@ -22,7 +22,7 @@ const test = require('node:test');
 const assert = require('node:assert');
 const crypto = require('node:crypto');
 const { isDeepStrictEqual, inspect } = require('node:util');
-const codec = require('../lib/codec');
+const codec = require('../lib/core/codec');
 
 const OPTIONS = [
   { int64: 'bigint', enums: 'name' },

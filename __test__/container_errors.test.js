@@ -113,7 +113,7 @@ describe('container misconfigurations', { skip }, () => {
   test('a btfPath that does not exist: ENOENT naming it', () => {
     const r = child([], {
       script: `const bpf = require(${JSON.stringify(ROOT)});
-        try { bpf.loadBpfProgram(require(${JSON.stringify(path.join(ROOT, 'lib', 'objects'))}).objectPath('monitor'), { btfPath: '/nonexistent/vmlinux' }); console.log('{}'); }
+        try { bpf.loadBpfProgram(require(${JSON.stringify(path.join(ROOT, 'lib', 'core', 'objects'))}).objectPath('monitor'), { btfPath: '/nonexistent/vmlinux' }); console.log('{}'); }
         catch (e) { console.log(JSON.stringify({ error: { code: e.code, message: e.message } })); }`,
     });
     assert.equal(r.error?.code, 'ENOENT', JSON.stringify(r));

@@ -18,7 +18,7 @@ function tree(files) {
   return dir;
 }
 
-test('this repository: no cycle in src/ or lib/, and lib/ reaches the addon only through native.js', () => {
+test('this repository: no cycle in src/ or lib/, lib/ required downwards only, and the addon reached only through core/native.js', () => {
   const out = execFileSync(process.execPath, [path.join(__dirname, '../scripts/check-deps.js')], { encoding: 'utf8' });
   assert.match(out, /no cycle/);
   const { graph, napi } = deps.rustGraph();
@@ -45,19 +45,40 @@ test('a cycle among src/ modules is found, through use groups and inline paths, 
   fs.rmSync(dir, { recursive: true });
 });
 
-test("a lib/ module that requires '..' or '../binding', or a cycle of lib/ modules, is reported; native.js may require the binding", () => {
+test("lib/: a module outside the rooms, a require of '..' or the binding, one against the layers, and a cycle are reported; core/native.js may require the binding", () => {
   const dir = tree({
-    'lib/native.js': "module.exports = require('../binding');",
-    'lib/a.js': "const bpf = require('..');\nconst b = require('./b');",
-    'lib/b.js': "// require('..') in a comment is fine\nconst n = require('../binding.js');\nfunction lazy() { return require('./a'); }",
-    'lib/c.js': "const native = require('./native');",
+    'binding.js': '',
+    'lib/core/native.js': "module.exports = require('../../binding');",
+    'lib/core/a.js': "const bpf = require('../..');\nconst b = require('./b');",
+    'lib/core/b.js': "// require('../..') in a comment is fine\nconst n = require('../../binding.js');\nfunction lazy() { return require('./a'); }",
+    'lib/host/c.js': "const native = require('../core/native');",
+    // a planted bad import: the core requires a tool (a room above it)
+    'lib/core/d.js': "const { hist } = require('../tools/hist');",
+    'lib/tools/hist.js': "const n = require('../core/native');",
+    // service and tools stand side by side
+    'lib/service/e.js': "const h = require('../tools/hist');",
+    'lib/f.js': '',
   });
   const problems = deps.jsProblems(path.join(dir, 'lib'));
   assert.deepStrictEqual(problems, [
-    "lib/a.js:1 requires the package entry ('..'): take what it needs from the lib module that defines it, or from ./native",
-    "lib/b.js:2 requires '../binding.js': reach the addon through ./native",
-    'lib/ modules require each other: a.js -> b.js -> a.js',
+    "lib/core/a.js:1 requires the package entry ('../..'): take what it needs from the lib module that defines it, or from core/native.js",
+    "lib/core/b.js:2 requires '../../binding.js': reach the addon through core/native.js",
+    'lib/core/d.js:1 requires tools/hist.js, a room above its own (core < tools): move what both need down, or the module up',
+    'lib/f.js is in no room: move it into lib/<room>/, one of core, host, frames, service, tools',
+    'lib/service/e.js:1 requires tools/hist.js: service and tools stand side by side and never require each other; move what both need into a room below',
+    'lib/ modules require each other: core/a.js -> core/b.js -> core/a.js',
   ]);
+  fs.rmSync(dir, { recursive: true });
+});
+
+test('npm run check:deps fails on a planted import against the layers in a copy of this lib/', () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'check-deps-lib-'));
+  fs.cpSync(path.join(__dirname, '..', 'lib'), path.join(dir, 'lib'), { recursive: true, filter: (f) => !f.endsWith('.d.ts') });
+  assert.deepStrictEqual(deps.jsProblems(path.join(dir, 'lib')), []);
+  const map = path.join(dir, 'lib', 'core', 'map.js');
+  fs.appendFileSync(map, "\nconst { profile } = require('../service/profile');\n");
+  const problems = deps.jsProblems(path.join(dir, 'lib'));
+  assert.ok(problems.some((p) => /^lib\/core\/map\.js:\d+ requires service\/profile\.js, a room above its own \(core < service\)/.test(p)), problems.join('\n'));
   fs.rmSync(dir, { recursive: true });
 });
 

@@ -1,5 +1,5 @@
 'use strict';
-// The dispatcher (lib/dispatch.js) on its own: what the addon hands over is
+// The dispatcher (lib/core/dispatch.js) on its own: what the addon hands over is
 // played by `flow`, a queue of records in JavaScript, which `fill` copies
 // into the dispatcher's buffers as the addon does (src/queue.rs
 // Sink::fill). The same paths run against the kernel in buffers.test.js and
@@ -8,7 +8,7 @@
 // every length, and the buffers' reuse. No root, no kernel.
 const test = require('node:test');
 const assert = require('node:assert');
-const { dispatcher } = require('../lib/dispatch');
+const { dispatcher } = require('../lib/core/dispatch');
 
 /** The addon's side, over `records` (Buffers, each from `cpu`). */
 function flowOf(records, cpu = 0) {

@@ -69,7 +69,7 @@ function reports(stdout) {
 const countOf = (report, probe) => report.counts.filter((c) => c.probe === probe).reduce((n, c) => n + c.count, 0);
 
 test('lib/probes: specs, globs, and one uprobe per function address', () => {
-  const probes = require('../lib/probes');
+  const probes = require('../lib/tools/probes');
   assert.deepEqual(probes.parseSpec('t:syscalls:sys_enter_*'), { kind: 'tracepoint', category: 'syscalls', pattern: 'sys_enter_*', spec: 't:syscalls:sys_enter_*' });
   assert.deepEqual(probes.parseSpec('c:malloc'), { kind: 'uprobe', library: 'c', pattern: 'malloc', spec: 'c:malloc' });
   assert.equal(probes.parseSpec('u:/lib/libfoo.so:bar_*').library, '/lib/libfoo.so');

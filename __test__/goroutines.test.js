@@ -9,7 +9,7 @@ const { once } = require('node:events');
 const path = require('node:path');
 const readline = require('node:readline');
 const { bpf, sleep, startExample: startScript, workloadOf } = require('./helpers');
-const { buildGo, goStateName } = require('../lib/go');
+const { buildGo, goStateName } = require('../lib/host/go');
 
 const EXAMPLE = path.join(__dirname, '..', 'examples', 'goroutines.js');
 const SOURCE = path.join(__dirname, 'fixtures', 'goroutines_spawn.go');

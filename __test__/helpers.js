@@ -7,7 +7,7 @@ const { execFileSync } = require('node:child_process');
 
 const root = path.join(__dirname, '..');
 const bpf = require('..');
-const { bpfArch, objectPath: shippedObject } = require('../lib/objects');
+const { bpfArch, objectPath: shippedObject } = require('../lib/core/objects');
 
 /** The compiled test program `__test__/bpf/<name>.bpf.c`, or else the shipped `bpf/<name>.bpf.c` (npm run build:bpf). */
 function objectPath(name) {
@@ -106,7 +106,7 @@ function startExample(script, args, timeoutMs) {
   return { child, out, ready, exited, stop: () => (child.kill('SIGTERM'), exited) };
 }
 
-/** What an example said about its built-in workload on stderr (lib/target.js traceTarget): `workload: pid N script {info}`, or null. */
+/** What an example said about its built-in workload on stderr (lib/host/target.js traceTarget): `workload: pid N script {info}`, or null. */
 function workloadOf(stderr) {
   const m = /^workload: pid (\d+) \S+ (\{.*\})$/m.exec(stderr);
   return m && { pid: Number(m[1]), info: JSON.parse(m[2]) };

@@ -1,8 +1,8 @@
 'use strict';
-// lib/hist.js prints histograms as bpftrace does.
+// lib/tools/hist.js prints histograms as bpftrace does.
 const test = require('node:test');
 const assert = require('node:assert');
-const { log2Buckets, linearBuckets, formatHistogram, histogramJSON } = require('../lib/hist');
+const { log2Buckets, linearBuckets, formatHistogram, histogramJSON } = require('../lib/tools/hist');
 
 test('log2 slots: [0], [1], [2, 4) ... [1K, 2K), trimmed to the slots in use', () => {
   /** @type {(number | bigint)[]} */

@@ -13,9 +13,9 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { sleep, waitFor, throwsCode, startExample } = require('./helpers');
-const { escapeText } = require('../lib/format');
-const { formatTable } = require('../lib/report');
-const { formatStack, foldStacks } = require('../lib/stacks');
+const { escapeText } = require('../lib/core/format');
+const { formatTable } = require('../lib/tools/report');
+const { formatStack, foldStacks } = require('../lib/frames/stacks');
 
 const EXAMPLES = path.join(__dirname, '..', 'examples');
 const TIMEOUT_MS = 60_000;
@@ -62,8 +62,8 @@ function dirOf(parent, name, uid, mode) {
   return dir;
 }
 
-describe('paths other users control (lib/go.js)', { skip: skipRoot }, () => {
-  const go = require('../lib/go');
+describe('paths other users control (lib/host/go.js)', { skip: skipRoot }, () => {
+  const go = require('../lib/host/go');
   const saved = process.env.NODE_LIBBPF_CACHE_DIR;
   after(() => {
     if (saved === undefined) delete process.env.NODE_LIBBPF_CACHE_DIR;
@@ -157,7 +157,7 @@ describe('paths other users control (lib/go.js)', { skip: skipRoot }, () => {
   });
 });
 
-describe('terminal escapes in traced text (lib/format.js escapeText)', () => {
+describe('terminal escapes in traced text (lib/core/format.js escapeText)', () => {
   test('C0, DEL, C1, backslash, invalid UTF-8 and lone surrogates are escaped; the rest stays', () => {
     const cases = [
       ['x\x1b]0;owned\x07\x1b[2J.txt', 'x\\e]0;owned\\a\\e[2J.txt'],
@@ -230,7 +230,7 @@ describe('terminal escapes in traced text (lib/format.js escapeText)', () => {
   });
 });
 
-describe('lib/compile.js: a source file named like a clang option', { skip: !has('clang') && 'no clang' }, () => {
+describe('lib/core/compile.js: a source file named like a clang option', { skip: !has('clang') && 'no clang' }, () => {
   test('-fplugin=evil.so.bpf.c is compiled as a file, not read as an option', async (t) => {
     const dir = tempDir(t, 'compile');
     const source = '-fplugin=evil.so.bpf.c';
@@ -241,19 +241,19 @@ describe('lib/compile.js: a source file named like a clang option', { skip: !has
     const cwd = process.cwd();
     process.chdir(dir);
     try {
-      const { output } = await require('../lib/compile').compile(source);
+      const { output } = await require('../lib/core/compile').compile(source);
       assert.equal(output, '-fplugin=evil.so.bpf.o');
       assert.deepEqual([...fs.readFileSync(path.join(dir, output)).subarray(0, 4)], [0x7f, 0x45, 0x4c, 0x46], 'an ELF object');
     } finally {
       process.chdir(cwd);
     }
-    assert.ok(require('../lib/compile').clangArgs('-x.c', 'o.o').slice(-2).join(' ') === '-- ./-x.c', 'the source last, after --');
+    assert.ok(require('../lib/core/compile').clangArgs('-x.c', 'o.o').slice(-2).join(' ') === '-- ./-x.c', 'the source last, after --');
   });
 });
 
-describe('lib/netns.js: dropRandom with values that are not numbers', { skip: skipRoot || (!has('nft') && 'no nft') }, () => {
+describe('lib/host/netns.js: dropRandom with values that are not numbers', { skip: skipRoot || (!has('nft') && 'no nft') }, () => {
   test('a coded error, and no nft rule, no ip call', () => {
-    const { createVethPair } = require('../lib/netns');
+    const { createVethPair } = require('../lib/host/netns');
     const link = createVethPair('hostile');
     try {
       const gso = () => link.exec(1, ['ip', '-d', 'link', 'show', 'veth-b']).match(/gso_max_segs (\d+)/)[1];
@@ -305,14 +305,14 @@ describe('examples/funccount.js: a pattern wider than the probe cap', { skip: sk
 
 describe('endpoints', () => {
   test("OTel: 'unix:/a.sock:80' is a socket path, not an address and a port", () => {
-    const { attributes } = require('../lib/opentelemetry');
+    const { attributes } = require('../lib/service/opentelemetry');
     assert.deepEqual(attributes({ endpoint: 'unix:/a.sock:80' }), { 'network.peer.address': '/a.sock:80', 'network.transport': 'unix' });
     assert.deepEqual(attributes({ endpoint: '[2001:db8::1]:443' }), { 'network.peer.address': '2001:db8::1', 'network.peer.port': 443 });
     assert.deepEqual(attributes({ endpoint: '10.0.0.1:80' }), { 'network.peer.address': '10.0.0.1', 'network.peer.port': 80 });
   });
 
   test('IPv6 endpoints as RFC 5952 writes them: the longest run of zeros is ::, the first of two as long', () => {
-    const { endpointName } = require('../lib/monitor');
+    const { endpointName } = require('../lib/service/monitor');
     const v6 = (text) => ({ family: 10, port: 80, addr: { v6: Buffer.from(text.split(':').map((g) => g.padStart(4, '0')).join(''), 'hex') } });
     assert.equal(endpointName(v6('2001:db8:0:0:1:0:0:1')), '[2001:db8::1:0:0:1]:80');
     assert.equal(endpointName(v6('2001:0:0:1:0:0:0:1')), '[2001:0:0:1::1]:80', 'the longest run, not the first');

@@ -3,7 +3,7 @@
 // inlines a hot function into its caller, whose code object alone a perf
 // map names. stackcount names the hot function when node runs with
 // --no-maglev-inlining, and marks the Maglev frames that may hold inlined
-// code, with that flag, when it does not. lib/jitdump.js reads V8's jitdump
+// code, with that flag, when it does not. lib/frames/jitdump.js reads V8's jitdump
 // (--perf-prof) as hostile input: truncated or malformed, it gives what it
 // could read, or a coded error, never a throw of another kind or a hang.
 const { describe, test, after } = require('node:test');
@@ -13,7 +13,7 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { startExample, sleep } = require('./helpers');
-const { JitDump, findJitDump, parseCodeName, INLINED_MARK } = require('../lib/jitdump');
+const { JitDump, findJitDump, parseCodeName, INLINED_MARK } = require('../lib/frames/jitdump');
 
 const STACKCOUNT = path.join(__dirname, '..', 'examples', 'stackcount.js');
 const WORKLOAD = path.join(__dirname, '..', 'examples', 'workloads', 'inlined.js');
@@ -93,7 +93,7 @@ describe('lib/jitdump', () => {
   }
 
   test('StackSymbolizer.userFrames and frames: the inlined function above the code that holds it', { skip: noNewNode }, async () => {
-    const { StackSymbolizer } = require('../lib/stacks');
+    const { StackSymbolizer } = require('../lib/frames/stacks');
     const node = dumpNode ?? process.execPath;
     // a live process with a jitdump in its working directory, with TurboFan's inlining of helper in outer
     const child = spawn(node, ['--perf-prof', '--no-maglev-inlining', TURBOFAN, '25000'], { cwd: tmp, stdio: 'ignore' });

@@ -49,8 +49,8 @@ test('a per-CPU array of structs, written by the program, one value per CPU', (t
 });
 
 test("per-CPU maps hold libbpf's count of possible CPUs: /sys/devices/system/cpu/possible's highest CPU + 1", () => {
-  const native = require('../lib/native');
-  const { possibleCpus } = require('../lib/map');
+  const native = require('../lib/core/native');
+  const { possibleCpus } = require('../lib/core/map');
   // "0-3", "0,2-5": the highest CPU number, plus one
   const text = fs.readFileSync('/sys/devices/system/cpu/possible', 'utf8').trim();
   const highest = Math.max(...text.split(',').map((part) => Number(part.split('-').pop())));

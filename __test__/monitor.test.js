@@ -81,11 +81,11 @@ describe('bpf.monitor()', { skip }, () => {
     // libuv's eventfd, traced in turn. Node's own threads write now and then
     // too (its platform's delayed-task scheduler): those are the process's.
     const r = child(`async (bpf) => {
-      const { objectPath } = require(${JSON.stringify(path.join(ROOT, 'lib', 'objects'))});
+      const { objectPath } = require(${JSON.stringify(path.join(ROOT, 'lib', 'core', 'objects'))});
       const fs = require('node:fs');
       const m = bpf.monitor({ syscalls: true, offCpu: false, tcpRetransmits: false });
       const obj = bpf.loadBpfProgram(objectPath('file_io'));
-      require(${JSON.stringify(path.join(ROOT, 'lib', 'compat'))}).chooseThreadStorage(obj); // a hash by thread before 5.11
+      require(${JSON.stringify(path.join(ROOT, 'lib', 'core', 'compat'))}).chooseThreadStorage(obj); // a hash by thread before 5.11
       obj.setGlobalVariable('target_pid', process.pid);
       let window = false;
       const seen = []; // [tid, fd] of each write delivered in the window
@@ -201,7 +201,7 @@ describe('least privilege', { skip }, () => {
   test('features() tells what is not permitted from what the kernel lacks; a tracepoint attach says tracefs is unreadable, not unmounted', { skip: why }, () => {
     const r = child(`async (bpf) => {
       const f = bpf.features();
-      const obj = bpf.loadBpfProgram(${JSON.stringify(path.join(ROOT, 'bpf', require('../lib/objects').bpfArch(), 'file_io.bpf.o'))});
+      const obj = bpf.loadBpfProgram(${JSON.stringify(path.join(ROOT, 'bpf', require('../lib/core/objects').bpfArch(), 'file_io.bpf.o'))});
       let error;
       try { obj.attachTracepoint('syscalls', 'sys_enter_write', 'handle_enter_write'); } catch (e) { error = { code: e.code, message: e.message }; }
       obj.close();
@@ -271,7 +271,7 @@ describe('clean exit', { skip }, () => {
 });
 
 describe('tcpRetransmits', { skip }, () => {
-  const { createVethPair } = require('../lib/netns');
+  const { createVethPair } = require('../lib/host/netns');
   const PEER = path.join(ROOT, 'examples', 'workloads', 'tcp_peer.js');
   const PORT = 9000;
   const BYTES = 128 * 1024;

@@ -93,7 +93,7 @@ test('connects: past 4,096 distinct endpoints each new endpoint\'s connect is co
     const full = m.read();
     const ours = new Set(Array.from({ length: n }, (_, i) => 'unix:' + name(i)));
     const kept = full.connects.filter((c) => ours.has(c.endpoint));
-    const { metricProducer } = require(${JSON.stringify(path.join(ROOT, 'lib', 'opentelemetry'))});
+    const { metricProducer } = require(${JSON.stringify(path.join(ROOT, 'lib', 'service', 'opentelemetry'))});
     const { resourceMetrics } = await metricProducer(m).collect();
     const metric = resourceMetrics.scopeMetrics[0].metrics.find((x) => x.descriptor.name === 'node_libbpf.monitor.table.overflows');
     m.close();

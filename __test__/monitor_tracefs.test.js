@@ -92,7 +92,7 @@ test('with tracefs unmounted, a SEC("tp/...") attach and a t: probe throw ERR_BP
     const attachTracepoint = caught(() => obj.attachTracepoint('syscalls', 'sys_enter_openat', 'handle_enter_openat'));
     const attach = caught(() => obj.attach('handle_enter_openat'));
     obj.close();
-    const probes = require(${JSON.stringify(path.join(ROOT, 'lib', 'probes'))});
+    const probes = require(${JSON.stringify(path.join(ROOT, 'lib', 'tools', 'probes'))});
     const expand = caught(() => probes.expand(['t:syscalls:sys_enter_openat']));
     return { before, after: mounts(), attachTracepoint, attach, expand };
   }`);

@@ -1,5 +1,5 @@
 'use strict';
-// Names of errnos and syscalls (lib/names.js, from the addon's tables),
+// Names of errnos and syscalls (lib/core/names.js, from the addon's tables),
 // checked against fixed numbers and against what the running kernel shows.
 const test = require('node:test');
 const assert = require('node:assert');
@@ -7,8 +7,8 @@ const fs = require('node:fs');
 const os = require('node:os');
 const { spawn } = require('node:child_process');
 const { bpf, waitFor, throwsCode } = require('./helpers');
-const { errnoName, syscallName, syscallNumber, syscallNames } = require('../lib/names');
-const { syscallNumberOfEvent } = require('../lib/syscalls');
+const { errnoName, syscallName, syscallNumber, syscallNames } = require('../lib/core/names');
+const { syscallNumberOfEvent } = require('../lib/tools/syscalls');
 
 test('every errno of the kernel has a name', () => {
   const unnamed = [];

@@ -166,7 +166,7 @@ function options(env) {
 /** Runs every case (in the child); returns one result per case. */
 function runCases() {
   const { bpf, objectPath, buildFixture, kernelIds, added } = require('./helpers');
-  const native = require('../lib/native');
+  const native = require('../lib/core/native');
   /** @type {{ [name: string]: any }} */
   const env = {
     bpf,
@@ -181,15 +181,15 @@ function runCases() {
         .map((p) => Number(p.split('-').pop()))
         .reduce((a, b) => Math.max(a, b)),
     ) + 1,
-    maxRate: require('../lib/validate').maxSampleRate(),
+    maxRate: require('../lib/core/validate').maxSampleRate(),
   };
   for (const name of ['stream', 'probes', 'uprobe', 'usdt', 'perf_sample', 'monitor']) {
     // the object through the package, and a second copy through the addon
     // alone (lib/ bypassed)
     const o = { obj: bpf.loadBpfProgram(objectPath(name)), handle: native.openObject(objectPath(name)) };
     if (name === 'monitor') {
-      // its per-thread storage as lib/monitor.js chooses it: task storage (5.11+), else a hash by thread
-      const task = require('../lib/compat').chooseThreadStorage(o.obj) === 'task storage';
+      // its per-thread storage as lib/service/monitor.js chooses it: task storage (5.11+), else a hash by thread
+      const task = require('../lib/core/compat').chooseThreadStorage(o.obj) === 'task storage';
       o.handle.writeGlobal('use_task_storage', Buffer.from([task ? 1 : 0]));
       o.handle.setMapAutocreate('starts', task);
       o.handle.setMapAutocreate('starts_by_tid', !task);
@@ -302,7 +302,7 @@ test('the valid extremes work: each option at its min and max opens or attaches,
 
 test('a cookie is a bigint from 0n to 2n ** 64n - 1n: the largest reaches bpf_get_attach_cookie() whole, a negative or a larger one is an error', { skip: process.getuid() !== 0 && 'needs root' }, (t) => {
   const { bpf, objectPath, throwsCode } = require('./helpers');
-  const native = require('../lib/native');
+  const native = require('../lib/core/native');
   const obj = bpf.loadBpfProgram(objectPath('probes'));
   const handle = native.openObject(objectPath('probes'));
   t.after(() => {

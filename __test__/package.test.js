@@ -11,10 +11,10 @@ const os = require('node:os');
 const path = require('node:path');
 const { execFileSync, spawnSync } = require('node:child_process');
 const { bpf, root, getppidLoop } = require('./helpers');
-const { PUBLIC_LIB, INTERNAL_LIB } = require('../scripts/package-surface');
-const { bpfArch } = require('../lib/objects');
+const { PUBLIC_LIB, INTERNAL_LIB, libFile } = require('../scripts/package-surface');
+const { bpfArch } = require('../lib/core/objects');
 
-const CLI = path.join(root, 'lib', 'cli.js');
+const CLI = path.join(root, 'lib', 'tools', 'cli.js');
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'node-libbpf-package-'));
 test.after(() => fs.rmSync(tmp, { recursive: true, force: true }));
 
@@ -22,13 +22,14 @@ test('the exports map: the entry, the public helpers with their types, no intern
   // a package can require itself by name: what a user's require sees
   assert.strictEqual(require('node-libbpf'), bpf);
   for (const name of PUBLIC_LIB) {
-    assert.ok(require.resolve(`node-libbpf/lib/${name}`), name);
-    assert.ok(fs.existsSync(path.join(root, 'lib', `${name}.d.ts`)), `lib/${name}.d.ts (npm run build:types)`);
+    assert.strictEqual(require.resolve(`node-libbpf/lib/${name}`), path.join(root, `${libFile(name)}.js`), name);
+    assert.ok(fs.existsSync(path.join(root, `${libFile(name)}.d.ts`)), `${libFile(name)}.d.ts (npm run build:types)`);
   }
   for (const name of INTERNAL_LIB) {
     assert.throws(() => require.resolve(`node-libbpf/lib/${name}`), { code: 'ERR_PACKAGE_PATH_NOT_EXPORTED' }, name);
   }
-  const listed = fs.readdirSync(path.join(root, 'lib')).filter((f) => f.endsWith('.js')).map((f) => f.slice(0, -3));
+  // (every module lives in a room: lib/<room>/<name>.js; scripts/check-deps.js keeps the rooms' order)
+  const listed = fs.readdirSync(path.join(root, 'lib'), { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.js')).map((f) => path.basename(f, '.js'));
   assert.deepStrictEqual([...PUBLIC_LIB, ...INTERNAL_LIB].sort(), listed.sort(), 'every lib module is public or internal');
   const obj = require.resolve(`node-libbpf/bpf/${bpfArch()}/syscall_hist.bpf.o`);
   assert.strictEqual(obj, bpf.objectPath('syscall_hist'));
@@ -40,7 +41,7 @@ test('the exports map: the entry, the public helpers with their types, no intern
 test('what the types and the exporters need is declared: optional peer dependencies, never bundled', () => {
   /** @type {{ [field: string]: any }} */
   const pkg = require('../package.json');
-  // index.d.ts uses Node's types; lib/prometheus.js and lib/opentelemetry.js
+  // index.d.ts uses Node's types; lib/service/prometheus.js and lib/service/opentelemetry.js
   // take the user's own prom-client and OpenTelemetry SDK
   for (const name of ['@types/node', 'prom-client', '@opentelemetry/api', '@opentelemetry/sdk-metrics']) {
     assert.ok(pkg.peerDependencies?.[name], `${name} is a peer dependency`);
@@ -60,7 +61,7 @@ test('ES modules import the entry by name', () => {
 test('npm pack: the tarball holds the entry, the types, the tools, both architectures\' objects and the headers, and no tests or addon', () => {
   const [info] = JSON.parse(execFileSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: root, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }));
   const files = new Set(info.files.map((f) => f.path));
-  for (const f of ['index.js', 'index.d.ts', 'binding.js', 'binding.d.ts', 'lib/cli.js', 'lib/args.d.ts', 'examples/node_syscalls.js', 'examples/workloads/http.js',
+  for (const f of ['index.js', 'index.d.ts', 'binding.js', 'binding.d.ts', 'lib/tools/cli.js', 'lib/tools/args.d.ts', 'examples/node_syscalls.js', 'examples/workloads/http.js',
     'bpf/syscall_hist.bpf.c', 'bpf/syscall_hist.h', 'bpf/x86/syscall_hist.bpf.o', 'bpf/arm64/syscall_hist.bpf.o',
     'include/x86/vmlinux.h', 'include/arm64/vmlinux.h', 'include/bpf/bpf_helpers.h', 'include/bpf/bpf_helper_defs.h', 'include/bpf/bpf_tracing.h',
     'include/bpf/bpf_core_read.h', 'include/bpf/bpf_endian.h', 'include/bpf/usdt.bpf.h']) {
@@ -152,9 +153,9 @@ test('the tools are commands: every one has --help (exit 0) with bcc\'s options,
 test('an addon that cannot load: ERR_BPF_NATIVE_LOAD names the platform package, or the loader\'s reason, and the fix', () => {
   // the package's JavaScript without its addon, as an install that skipped optional dependencies has it
   const pkg = path.join(tmp, 'node_modules', 'node-libbpf');
-  fs.mkdirSync(path.join(pkg, 'lib'), { recursive: true });
+  fs.mkdirSync(pkg, { recursive: true });
   for (const f of ['package.json', 'index.js', 'binding.js']) fs.copyFileSync(path.join(root, f), path.join(pkg, f));
-  for (const f of fs.readdirSync(path.join(root, 'lib')).filter((n) => n.endsWith('.js'))) fs.copyFileSync(path.join(root, 'lib', f), path.join(pkg, 'lib', f));
+  fs.cpSync(path.join(root, 'lib'), path.join(pkg, 'lib'), { recursive: true, filter: (f) => !f.endsWith('.d.ts') });
   const load = () => spawnSync(process.execPath, ['-e', "try { require('node-libbpf') } catch (e) { console.log(e.code + ': ' + e.message) }"], { cwd: tmp, encoding: 'utf8' });
   const platform = `linux-${process.arch}-gnu`;
   assert.match(

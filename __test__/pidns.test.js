@@ -160,7 +160,7 @@ describe('kernelIds() and readIterator()', { skip }, () => {
   });
 
   test('readIterator(): a program of another kind, a limit too small, are coded errors; nothing stays in the kernel', () => {
-    const obj = bpf.loadBpfProgram(require('../lib/objects').objectPath('pidns'));
+    const obj = bpf.loadBpfProgram(require('../lib/core/objects').objectPath('pidns'));
     obj.setGlobalVariable('ns_tgid', 0);
     const all = obj.readIterator('dump_task');
     assert.equal(all.length % 16, 0);
@@ -169,8 +169,8 @@ describe('kernelIds() and readIterator()', { skip }, () => {
     assert.throws(() => obj.readIterator('dump_task', { maxBytes: 0 }), { code: 'ERR_BPF_INVALID_VALUE' });
     assert.throws(() => obj.readIterator('nope'), { code: 'ERR_BPF_UNKNOWN_NAME' });
     obj.close();
-    const tp = bpf.loadBpfProgram(require('../lib/objects').objectPath('file_io'));
-    require('../lib/compat').chooseThreadStorage(tp);
+    const tp = bpf.loadBpfProgram(require('../lib/core/objects').objectPath('file_io'));
+    require('../lib/core/compat').chooseThreadStorage(tp);
     assert.throws(() => tp.readIterator('handle_enter_write'), { code: 'ERR_INVALID_ARG_TYPE', message: /needs a SEC\("iter\/<target>"\) program/ });
     tp.close();
   });
@@ -202,11 +202,11 @@ describe('the monitor in a pid namespace', { skip }, () => {
     // as monitor.test.js's no-feedback test: each delivery of the perf
     // buffer is a write of the poller to libuv's eventfd, traced in turn
     const r = child(`async (bpf) => {
-      const { objectPath } = require(${JSON.stringify(path.join(ROOT, 'lib', 'objects'))});
+      const { objectPath } = require(${JSON.stringify(path.join(ROOT, 'lib', 'core', 'objects'))});
       const fs = require('node:fs');
       const m = bpf.monitor({ syscalls: true, offCpu: false, tcpRetransmits: false });
       const obj = bpf.loadBpfProgram(objectPath('file_io'));
-      require(${JSON.stringify(path.join(ROOT, 'lib', 'compat'))}).chooseThreadStorage(obj);
+      require(${JSON.stringify(path.join(ROOT, 'lib', 'core', 'compat'))}).chooseThreadStorage(obj);
       const ids = bpf.kernelIds(process.pid);
       obj.setGlobalVariable('target_pid', ids.tgid);
       let window = false;

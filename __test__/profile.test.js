@@ -91,7 +91,7 @@ function traces(file, args = []) {
 }
 
 test('a JIT address is named by the perf map as it was at the window\'s end, not by code compiled there after it', () => {
-  const { perfMapNames } = require('../lib/profile');
+  const { perfMapNames } = require('../lib/service/profile');
   const pid = 4194305; // above the largest pid_max: no process writes this map
   const file = `/tmp/perf-${pid}.map`;
   const before = '1000 100 JS:*hotLoop a.js:1:1\n';

@@ -2,13 +2,13 @@
 // One program, retargeted before load to the kernel function (or BTF
 // tracepoint) this kernel has (`prog.setAttachTarget`), and the probes
 // that choose it per function as libbpf-tools does (`fentryCanAttach`,
-// `kprobeExists`, lib/probes.js `chooseKernelProbe`).
+// `kprobeExists`, lib/tools/probes.js `chooseKernelProbe`).
 const test = require('node:test');
 const assert = require('node:assert');
 const fs = require('fs');
 const { bpf, objectPath, throwsCode } = require('./helpers');
-const native = require('../lib/native');
-const { chooseKernelProbe } = require('../lib/probes');
+const native = require('../lib/core/native');
+const { chooseKernelProbe } = require('../lib/tools/probes');
 
 const features = bpf.features();
 const MARKER = 12345;

@@ -42,7 +42,7 @@ function parseStacks(stdout) {
 }
 
 test('lib/stacks: frame names, folded stacks', () => {
-  const { frameName, foldStacks } = require('../lib/stacks');
+  const { frameName, foldStacks } = require('../lib/frames/stacks');
   assert.equal(frameName({ name: 'JS:*hotLoop /app/x.js:3:18' }), 'hotLoop /app/x.js:3:18');
   assert.equal(frameName({ name: 'LazyCompile:~ /app/x.js:9:5' }), '(anonymous) /app/x.js:9:5');
   // Node 26: on-stack-replaced code (o), Maglev (+), Sparkplug (^)

@@ -1,7 +1,7 @@
 'use strict';
 // examples/tcpretrans.js: TCP retransmits from the tcp:tcp_retransmit_skb
 // tracepoint, on connections between two network namespaces this test makes
-// (lib/netns.js), whose veth pair drops packets at random (nftables). All
+// (lib/host/netns.js), whose veth pair drops packets at random (nftables). All
 // the traffic stays between those namespaces, a few hundred KiB, seconds.
 const { describe, test } = require('node:test');
 const assert = require('node:assert/strict');
@@ -9,7 +9,7 @@ const { spawn, execFileSync } = require('node:child_process');
 const path = require('node:path');
 const readline = require('node:readline');
 const { sleep, startExample: startScript, workloadOf } = require('./helpers');
-const { createVethPair } = require('../lib/netns');
+const { createVethPair } = require('../lib/host/netns');
 
 const EXAMPLE = path.join(__dirname, '..', 'examples', 'tcpretrans.js');
 const PEER = path.join(__dirname, '..', 'examples', 'workloads', 'tcp_peer.js');

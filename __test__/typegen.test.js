@@ -14,7 +14,7 @@ const tsc = path.join(root, 'node_modules', 'typescript', 'bin', 'tsc');
 /** A project dir with the generated types, `node-libbpf` resolvable, and `code` in main.ts. */
 function project(code) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'node-libbpf-ts-'));
-  execFileSync(process.execPath, [path.join(root, 'lib', 'cli.js'), 'types', objectPath('types'), '-o', path.join(dir, 'types.d.ts')]);
+  execFileSync(process.execPath, [path.join(root, 'lib', 'tools', 'cli.js'), 'types', objectPath('types'), '-o', path.join(dir, 'types.d.ts')]);
   fs.mkdirSync(path.join(dir, 'node_modules'));
   fs.symlinkSync(root, path.join(dir, 'node_modules', 'node-libbpf'));
   fs.symlinkSync(path.join(root, 'node_modules', '@types'), path.join(dir, 'node_modules', '@types'));
@@ -97,7 +97,7 @@ obj.getMap('rb').openRingBuffer((k) => { void k; }, { type: 'no_such_struct' });
 });
 
 test('the CLI says how to use it and fails clearly on a bad file', () => {
-  const cli = path.join(root, 'lib', 'cli.js');
+  const cli = path.join(root, 'lib', 'tools', 'cli.js');
   const usage = spawnSync(process.execPath, [cli], { encoding: 'utf8' });
   assert.strictEqual(usage.status, 2);
   assert.match(usage.stderr, /usage: node-libbpf <command>[^]*types PROG\.bpf\.o \[-o PROG\.d\.ts\]/);

@@ -6,7 +6,7 @@ const assert = require('node:assert');
 const fs = require('node:fs');
 const { spawn, execFileSync } = require('node:child_process');
 const { bpf, objectPath, buildFixture, sleep, waitFor, throwsCode } = require('./helpers');
-const { syscallNumber } = require('../lib/names');
+const { syscallNumber } = require('../lib/core/names');
 
 /** Decodes `struct call_event` (__test__/bpf/uprobe.h). */
 const decode = (d) => ({ pid: d.readUInt32LE(0), arg: d.readInt32LE(4), ret: Number(d.readBigInt64LE(8)) });

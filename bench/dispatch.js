@@ -1,5 +1,5 @@
 'use strict';
-// The dispatcher (lib/dispatch.js) alone, fed synthetic batches: the CPU per
+// The dispatcher (lib/core/dispatch.js) alone, fed synthetic batches: the CPU per
 // record of the JavaScript side of delivery, without the kernel or the addon.
 // `fill` plays the addon (src/queue.rs Sink::fill): the records' bytes are
 // written once (the buffers are reused), each fill sets the end offsets.
@@ -11,11 +11,11 @@
 // Prints the CPU time and the wall time per record (the median of several
 // runs, interleaved with the other module's, is what to compare).
 const path = require('node:path');
-const { decoder } = require('../lib/codec');
+const { decoder } = require('../lib/core/codec');
 
 const mode = process.argv[2] || 'raw';
 const total = Number(process.argv[3] || 20e6);
-const { dispatcher } = require(path.resolve(process.argv[4] || path.join(__dirname, '..', 'lib', 'dispatch.js')));
+const { dispatcher } = require(path.resolve(process.argv[4] || path.join(__dirname, '..', 'lib', 'core', 'dispatch.js')));
 
 const LEN = 32;
 const layout = {

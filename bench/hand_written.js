@@ -14,8 +14,8 @@ const { spawn } = require('child_process');
 const fs = require('fs');
 const path = require('path');
 const bpf = require('..');
-const { objectPath } = require('../lib/objects');
-const { SyscallLatency } = require('../lib/syscalls');
+const { objectPath } = require('../lib/core/objects');
+const { SyscallLatency } = require('../lib/tools/syscalls');
 
 const STATS = '/proc/sys/kernel/bpf_stats_enabled';
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];

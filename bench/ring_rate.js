@@ -6,7 +6,7 @@
 const { spawn } = require('node:child_process');
 const bpf = require('..');
 const { buildFixture } = require('../__test__/helpers');
-const { objectPath } = require('../lib/objects');
+const { objectPath } = require('../lib/core/objects');
 
 const N = Number(process.argv.find((a) => /^\d+$/.test(a)) || 2_000_000);
 const noWakeup = process.argv.includes('--no-wakeup');

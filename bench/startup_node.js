@@ -6,7 +6,7 @@
 // Prints {"lib_ms"} once attached, then "all" once every probe has fired.
 const t0 = process.hrtime.bigint();
 const bpf = require('..');
-const { objectPath } = require('../lib/objects');
+const { objectPath } = require('../lib/core/objects');
 const t1 = process.hrtime.bigint();
 
 const obj = bpf.loadBpfProgram(objectPath('file_io'));

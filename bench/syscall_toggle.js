@@ -18,8 +18,8 @@
 const path = require('node:path');
 const { spawn } = require('node:child_process');
 const bpf = require('..');
-const { SyscallLatency, syscallNumber } = require('../lib/syscalls');
-const { objectPath } = require('../lib/objects');
+const { SyscallLatency, syscallNumber } = require('../lib/tools/syscalls');
+const { objectPath } = require('../lib/core/objects');
 
 const [kind, pidArg, periodArg, secondsArg] = process.argv.slice(2);
 const pid = Number(pidArg);

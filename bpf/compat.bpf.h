@@ -60,7 +60,7 @@ static __always_inline long task_syscall(struct task_struct *task)
  * Per-thread storage: task storage where the kernel lets tracing programs
  * use it (no insert and delete per call, nothing left behind by a thread
  * that exits), else (before 5.11) a hash keyed by thread id. User space
- * chooses before load from bpf.features().taskStorage (lib/compat.js
+ * chooses before load from bpf.features().taskStorage (lib/core/compat.js
  * chooseThreadStorage): it sets use_task_storage and leaves the other map
  * out. THREAD_STORAGE(name, type) (once per object) declares both maps,
  * `name` and `name_by_tid`, and use_task_storage; thread_storage_get(name,

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /* The tools' --cgroup filter and --per-container key: set target_cgroup (the
  * cgroup v2 directory's inode) and target_cgroup_level (its depth below the
- * v2 root) before load, from lib/cgroup.js; then
+ * v2 root) before load, from lib/host/cgroup.js; then
  *
  *	if (!cgroup_traced())
  *		return 0;

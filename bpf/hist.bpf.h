@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
-/* In-kernel histogram slots, read by lib/hist.js (as bpftrace prints them). */
+/* In-kernel histogram slots, read by lib/tools/hist.js (as bpftrace prints them). */
 #ifndef __HIST_BPF_H
 #define __HIST_BPF_H
 

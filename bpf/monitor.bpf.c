@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * The in-process monitor (lib/monitor.js): a Node.js process counting its
+ * The in-process monitor (lib/service/monitor.js): a Node.js process counting its
  * own kernel-level behaviour, read on demand. Each part has its own
  * programs; user space attaches the parts asked for. Every counter lives in
  * a BPF_F_MMAPABLE array read with no syscall, or in a hash map read in
@@ -86,7 +86,7 @@ struct {
 	__type(value, __u8);
 } own_sockets SEC(".maps");
 
-/* the local ports this process listens on (lib/monitor.js adds those
+/* the local ports this process listens on (lib/service/monitor.js adds those
  * listening before the monitor started) */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -213,7 +213,7 @@ int BPF_UPROBE(handle_phase_entry_multi, void *loop)
 /*
  * kernels without attach cookies (before 5.15): a program per phase, the
  * phase built in; loaded only when user space asks for them (SEC("?..."):
- * lib/event_loop.js choosePhasePrograms)
+ * lib/host/event_loop.js choosePhasePrograms)
  */
 #define PHASE_ENTRY(name, phase)					\
 	SEC("?uprobe")							\

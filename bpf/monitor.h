@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
-/* The wire types of the in-process monitor (lib/monitor.js): what it reads
+/* The wire types of the in-process monitor (lib/service/monitor.js): what it reads
  * from its maps. Histograms are struct syscall_counts (syscall_hist.h): a
  * count, a sum, and log2 slots of microseconds. */
 #ifndef __MONITOR_H

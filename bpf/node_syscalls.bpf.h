@@ -2,8 +2,8 @@
 /* The files a process opens and the endpoints it connects to, counted in the
  * kernel by name and address, with errors: the arguments kept at sys_enter,
  * counted at sys_exit. Included by node_syscalls.bpf.c and monitor.bpf.c
- * (after syscall_hist.bpf.h, for EINPROGRESS); read by lib/syscalls.js and
- * lib/monitor.js. A syscall number of -1 turns its part off. */
+ * (after syscall_hist.bpf.h, for EINPROGRESS); read by lib/tools/syscalls.js and
+ * lib/service/monitor.js. A syscall number of -1 turns its part off. */
 #ifndef __NODE_SYSCALLS_BPF_H
 #define __NODE_SYSCALLS_BPF_H
 
@@ -18,7 +18,7 @@
 #define EEXIST 17
 #endif
 
-/* this architecture's syscall numbers (set from lib/syscalls.js); -1: none */
+/* this architecture's syscall numbers (set from lib/tools/syscalls.js); -1: none */
 const volatile __s32 nr_open = -1;
 const volatile __s32 nr_openat = -1;
 const volatile __s32 nr_openat2 = -1;

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * The ids of tasks in two pid namespaces: the initial one, where BPF helpers
- * and task->pid speak, and the reader's (lib/pidns.js). An iterator over
+ * and task->pid speak, and the reader's (lib/host/pidns.js). An iterator over
  * every task (iter/task, 5.8+) runs in the context of the thread that reads
  * it: that thread's pid namespace is the one to translate from. A task is
  * visible there iff its struct pid has a number at the reader's level and

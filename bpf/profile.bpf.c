@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * Profiles of the process it runs in (lib/profile.js): where its threads
+ * Profiles of the process it runs in (lib/service/profile.js): where its threads
  * are on the CPU, and where its main thread waits off it. Stacks (user and
  * kernel) are kept in a stack-trace map and aggregated here by stack id;
  * user space names their frames when it reads a window. Needs CAP_BPF +

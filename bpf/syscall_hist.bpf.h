@@ -3,7 +3,7 @@
  * tracepoints sys_enter and sys_exit: the start kept in the thread's task
  * storage (a hash keyed by thread before 5.11, compat.bpf.h) at entry, the syscall's count, time and histogram slot bumped at
  * exit. Included by syscall_hist.bpf.c and node_syscalls.bpf.c; read by
- * lib/syscalls.js. With SYSCALL_HIST_PER_CGROUP defined (and filter.bpf.h
+ * lib/tools/syscalls.js. With SYSCALL_HIST_PER_CGROUP defined (and filter.bpf.h
  * included first), per_container counts by cgroup and syscall instead, in
  * the hash cgroup_syscalls. */
 #ifndef __SYSCALL_HIST_BPF_H
@@ -135,7 +135,7 @@ static __always_inline long syscall_exit(long ret)
 		return -1;
 	value = delta / unit_ns;
 	slot = linear ? linear_slot(value, linear_min, linear_max, linear_step) : log2_slot(value);
-	if (slot >= SYSCALL_HIST_SLOTS)	/* lib/syscalls.js allows no more linear slots */
+	if (slot >= SYSCALL_HIST_SLOTS)	/* lib/tools/syscalls.js allows no more linear slots */
 		slot = SYSCALL_HIST_SLOTS - 1;
 	__sync_fetch_and_add(&counts->slots[slot], 1);
 	__sync_fetch_and_add(&counts->count, 1);

@@ -4,7 +4,7 @@
  * start and the arguments its record reports kept in the thread's task
  * storage (a hash keyed by thread before 5.11, compat.bpf.h) at entry, the record completed and emitted at exit. Included by
  * file_io.bpf.c, net_latency.bpf.c and mem_latency.bpf.c (driven by
- * lib/trace_syscalls.js), each defining first:
+ * lib/tools/trace_syscalls.js), each defining first:
  *
  *   LATENCY_EVENT        its record (X.h): a struct with the fields syscall,
  *                        pid, tid, duration_ns, ret and comm

@@ -6,13 +6,13 @@
 //   node examples/bashreadline.js [--pid N | --all] [--duration S] [--json]
 const path = require('path');
 const bpf = require('..');
-const { parseArgs } = require('../lib/args');
-const { traceTarget, untilStopped, drain } = require('../lib/target');
-const { findFunctions } = require('../lib/procfs');
-const { wallClock, formatTime, escapeText } = require('../lib/format');
-const { run } = require('../lib/run');
-const { objectPath } = require('../lib/objects');
-const { configureCgroup } = require('../lib/cgroup');
+const { parseArgs } = require('../lib/tools/args');
+const { traceTarget, untilStopped, drain } = require('../lib/host/target');
+const { findFunctions } = require('../lib/host/procfs');
+const { wallClock, formatTime, escapeText } = require('../lib/core/format');
+const { run } = require('../lib/tools/run');
+const { objectPath } = require('../lib/core/objects');
+const { configureCgroup } = require('../lib/host/cgroup');
 
 const BASH = '/bin/bash';
 

@@ -13,13 +13,13 @@
 const fs = require('fs');
 const path = require('path');
 const bpf = require('..');
-const { parseArgs, intervalOption } = require('../lib/args');
-const { traceTarget, untilStopped } = require('../lib/target');
-const { ReportClock } = require('../lib/report');
-const { run } = require('../lib/run');
-const { objectPath } = require('../lib/objects');
-const { configureCgroup } = require('../lib/cgroup');
-const { chooseKernelProbe } = require('../lib/probes');
+const { parseArgs, intervalOption } = require('../lib/tools/args');
+const { traceTarget, untilStopped } = require('../lib/host/target');
+const { ReportClock } = require('../lib/tools/report');
+const { run } = require('../lib/tools/run');
+const { objectPath } = require('../lib/core/objects');
+const { configureCgroup } = require('../lib/host/cgroup');
+const { chooseKernelProbe } = require('../lib/tools/probes');
 
 /**
  * The events, their programs (bpf/cachestat.bpf.c: `fentry_<program>`,

@@ -10,18 +10,18 @@
 // probe's index as its attach cookie; a hash map keyed by that index (and
 // the pid with -P) holds the counts, which only grow: each report takes
 // the difference from the last. The syscalls:* tracepoints are counted
-// from the raw sys_enter/sys_exit tracepoints instead (see lib/probes.js:
+// from the raw sys_enter/sys_exit tracepoints instead (see lib/tools/probes.js:
 // detaching hundreds of tracepoint perf events takes the kernel minutes).
 const path = require('path');
 const bpf = require('..');
-const { parseArgs, intervalOption } = require('../lib/args');
-const { traceTarget, untilStopped } = require('../lib/target');
-const probes = require('../lib/probes');
-const { Tally, formatTable, ReportClock, printReport } = require('../lib/report');
-const { escapeText } = require('../lib/format');
-const { run } = require('../lib/run');
-const { objectPath } = require('../lib/objects');
-const { CgroupNames, configureCgroup, CONTAINER_COLUMN } = require('../lib/cgroup');
+const { parseArgs, intervalOption } = require('../lib/tools/args');
+const { traceTarget, untilStopped } = require('../lib/host/target');
+const probes = require('../lib/tools/probes');
+const { Tally, formatTable, ReportClock, printReport } = require('../lib/tools/report');
+const { escapeText } = require('../lib/core/format');
+const { run } = require('../lib/tools/run');
+const { objectPath } = require('../lib/core/objects');
+const { CgroupNames, configureCgroup, CONTAINER_COLUMN } = require('../lib/host/cgroup');
 
 const PROBES_HELP = `what to count (globs: * ? [..]):
                          t:CATEGORY:EVENT  tracepoints         t:syscalls:sys_enter_*

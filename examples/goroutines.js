@@ -6,13 +6,13 @@
 //   node examples/goroutines.js [--pid N] [--goid-offset N] [--duration S] [--json]
 const path = require('path');
 const bpf = require('..');
-const { parseArgs, integer } = require('../lib/args');
-const { traceTarget, untilStopped, drain } = require('../lib/target');
-const { findFunctions } = require('../lib/procfs');
-const { wallClock, formatTime, escapeText } = require('../lib/format');
-const { GO_STATES, goStateName } = require('../lib/go');
-const { run } = require('../lib/run');
-const { objectPath } = require('../lib/objects');
+const { parseArgs, integer } = require('../lib/tools/args');
+const { traceTarget, untilStopped, drain } = require('../lib/host/target');
+const { findFunctions } = require('../lib/host/procfs');
+const { wallClock, formatTime, escapeText } = require('../lib/core/format');
+const { GO_STATES, goStateName } = require('../lib/host/go');
+const { run } = require('../lib/tools/run');
+const { objectPath } = require('../lib/core/objects');
 
 const CASGSTATUS = 'runtime.casgstatus';
 

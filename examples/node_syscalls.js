@@ -12,14 +12,14 @@ const fs = require('fs');
 const net = require('net');
 const path = require('path');
 const bpf = require('..');
-const { parseArgs, intervalOption, integer } = require('../lib/args');
-const { traceTarget, untilStopped } = require('../lib/target');
-const { SyscallLatency, syscallNumber } = require('../lib/syscalls');
-const { Tally, formatTable, ReportClock, printReport } = require('../lib/report');
-const { escapeText } = require('../lib/format');
-const { run } = require('../lib/run');
-const { objectPath } = require('../lib/objects');
-const { configureCgroup } = require('../lib/cgroup');
+const { parseArgs, intervalOption, integer } = require('../lib/tools/args');
+const { traceTarget, untilStopped } = require('../lib/host/target');
+const { SyscallLatency, syscallNumber } = require('../lib/tools/syscalls');
+const { Tally, formatTable, ReportClock, printReport } = require('../lib/tools/report');
+const { escapeText } = require('../lib/core/format');
+const { run } = require('../lib/tools/run');
+const { objectPath } = require('../lib/core/objects');
+const { configureCgroup } = require('../lib/host/cgroup');
 
 const FAMILIES = { 0: 'AF_UNSPEC', 1: 'AF_UNIX', 2: 'AF_INET', 10: 'AF_INET6' };
 

@@ -12,24 +12,24 @@
 // Names of JavaScript functions come from the perf map of a Node.js run
 // with --perf-basic-prof (the built-in workload is, and with
 // --interpreted-frames-native-stack) or, with --perf-prof, from its jitdump
-// (jit-PID.dump, with the functions V8 inlined: lib/jitdump.js). Node 24
+// (jit-PID.dump, with the functions V8 inlined: lib/frames/jitdump.js). Node 24
 // and 26 inline hot functions into their callers in Maglev code, which
 // neither names: run node with --no-maglev-inlining too.
 const fs = require('fs');
 const path = require('path');
 const bpf = require('..');
-const { parseArgs, integer } = require('../lib/args');
-const { maxSampleRate } = require('../lib/validate');
-const { traceTarget, untilStopped } = require('../lib/target');
-const probes = require('../lib/probes');
-const stacks = require('../lib/stacks');
-const jitdump = require('../lib/jitdump');
-const { ReportClock, printReport } = require('../lib/report');
-const { escapeText } = require('../lib/format');
-const { run } = require('../lib/run');
-const { objectPath } = require('../lib/objects');
-const { perfMapPath } = require('../lib/procfs');
-const { CgroupNames, configureCgroup, containerLabel } = require('../lib/cgroup');
+const { parseArgs, integer } = require('../lib/tools/args');
+const { maxSampleRate } = require('../lib/core/validate');
+const { traceTarget, untilStopped } = require('../lib/host/target');
+const probes = require('../lib/tools/probes');
+const stacks = require('../lib/frames/stacks');
+const jitdump = require('../lib/frames/jitdump');
+const { ReportClock, printReport } = require('../lib/tools/report');
+const { escapeText } = require('../lib/core/format');
+const { run } = require('../lib/tools/run');
+const { objectPath } = require('../lib/core/objects');
+const { perfMapPath } = require('../lib/host/procfs');
+const { CgroupNames, configureCgroup, containerLabel } = require('../lib/host/cgroup');
 
 // a count of rows: at most 100000
 const positiveInteger = integer(1, 100_000);

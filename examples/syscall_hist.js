@@ -11,13 +11,13 @@
 // first building a trace record.
 const path = require('path');
 const bpf = require('..');
-const { parseArgs, intervalOption, integer } = require('../lib/args');
-const { traceTarget, untilStopped } = require('../lib/target');
-const { SyscallLatency, UNITS } = require('../lib/syscalls');
-const { ReportClock, printReport } = require('../lib/report');
-const { run } = require('../lib/run');
-const { objectPath } = require('../lib/objects');
-const { configureCgroup } = require('../lib/cgroup');
+const { parseArgs, intervalOption, integer } = require('../lib/tools/args');
+const { traceTarget, untilStopped } = require('../lib/host/target');
+const { SyscallLatency, UNITS } = require('../lib/tools/syscalls');
+const { ReportClock, printReport } = require('../lib/tools/report');
+const { run } = require('../lib/tools/run');
+const { objectPath } = require('../lib/core/objects');
+const { configureCgroup } = require('../lib/host/cgroup');
 
 /** `--linear 0,100,10`: `{ min, max, step }`, as bpftrace's lhist(v, min, max, step). */
 function linearSpec(value) {

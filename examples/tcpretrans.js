@@ -9,13 +9,13 @@ const net = require('net');
 const os = require('os');
 const path = require('path');
 const bpf = require('..');
-const { parseArgs } = require('../lib/args');
-const { traceTarget, untilStopped, drain } = require('../lib/target');
-const { socketInodes } = require('../lib/procfs');
-const { wallClock, formatTime, errnoName } = require('../lib/format');
-const { run } = require('../lib/run');
-const { objectPath } = require('../lib/objects');
-const { CgroupNames, configureCgroup, containerLabel } = require('../lib/cgroup');
+const { parseArgs } = require('../lib/tools/args');
+const { traceTarget, untilStopped, drain } = require('../lib/host/target');
+const { socketInodes } = require('../lib/host/procfs');
+const { wallClock, formatTime, errnoName } = require('../lib/core/format');
+const { run } = require('../lib/tools/run');
+const { objectPath } = require('../lib/core/objects');
+const { CgroupNames, configureCgroup, containerLabel } = require('../lib/host/cgroup');
 
 // include/net/tcp_states.h
 const TCP_STATES = [

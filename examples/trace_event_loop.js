@@ -7,15 +7,15 @@
 //   node examples/trace_event_loop.js [--pid N] [--duration S] [--json]
 const path = require('path');
 const bpf = require('..');
-const { parseArgs } = require('../lib/args');
-const { traceTarget, untilStopped, drain } = require('../lib/target');
-const { findFunctions, threadsNamed } = require('../lib/procfs');
-const { kernelIds } = require('../lib/pidns');
-const { wallClock, formatTime, escapeText } = require('../lib/format');
-const { log2Buckets, formatHistogram, histogramJSON } = require('../lib/hist');
-const { run } = require('../lib/run');
-const { objectPath } = require('../lib/objects');
-const { PHASES, choosePhasePrograms, attachPhases } = require('../lib/event_loop');
+const { parseArgs } = require('../lib/tools/args');
+const { traceTarget, untilStopped, drain } = require('../lib/host/target');
+const { findFunctions, threadsNamed } = require('../lib/host/procfs');
+const { kernelIds } = require('../lib/host/pidns');
+const { wallClock, formatTime, escapeText } = require('../lib/core/format');
+const { log2Buckets, formatHistogram, histogramJSON } = require('../lib/tools/hist');
+const { run } = require('../lib/tools/run');
+const { objectPath } = require('../lib/core/objects');
+const { PHASES, choosePhasePrograms, attachPhases } = require('../lib/host/event_loop');
 
 const phaseName = (e) => e.replace(/^UV_PHASE_/, '').toLowerCase(); // UV_PHASE_TIMERS -> timers
 

@@ -4,10 +4,10 @@
 //   node examples/trace_file_io.js [--pid N] [--duration S] [--json]
 const fs = require('fs');
 const path = require('path');
-const { formatRet, flagNames } = require('../lib/format');
-const { traceSyscalls } = require('../lib/trace_syscalls');
-const { run } = require('../lib/run');
-const { objectPath } = require('../lib/objects');
+const { formatRet, flagNames } = require('../lib/core/format');
+const { traceSyscalls } = require('../lib/tools/trace_syscalls');
+const { run } = require('../lib/tools/run');
+const { objectPath } = require('../lib/core/objects');
 
 // enum file_io_syscall (bpf/file_io.h): how records name the call
 const SYSCALLS = { FILE_IO_OPENAT: 'openat', FILE_IO_READ: 'read', FILE_IO_WRITE: 'write', FILE_IO_CLOSE: 'close' };

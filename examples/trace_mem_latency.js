@@ -4,10 +4,10 @@
 // buffer. Needs root.
 //   node examples/trace_mem_latency.js [--pid N] [--duration S] [--json]
 const path = require('path');
-const { formatRet, flagNames } = require('../lib/format');
-const { traceSyscalls } = require('../lib/trace_syscalls');
-const { run } = require('../lib/run');
-const { objectPath } = require('../lib/objects');
+const { formatRet, flagNames } = require('../lib/core/format');
+const { traceSyscalls } = require('../lib/tools/trace_syscalls');
+const { run } = require('../lib/tools/run');
+const { objectPath } = require('../lib/core/objects');
 
 // enum mem_syscall (bpf/mem_latency.h): how records name the call
 const SYSCALLS = { MEM_MMAP: 'mmap', MEM_MUNMAP: 'munmap', MEM_MADVISE: 'madvise' };

@@ -4,10 +4,10 @@
 //   node examples/trace_network_latency.js [--pid N] [--duration S] [--json]
 const net = require('net');
 const path = require('path');
-const { formatRet, flagNames } = require('../lib/format');
-const { traceSyscalls } = require('../lib/trace_syscalls');
-const { run } = require('../lib/run');
-const { objectPath } = require('../lib/objects');
+const { formatRet, flagNames } = require('../lib/core/format');
+const { traceSyscalls } = require('../lib/tools/trace_syscalls');
+const { run } = require('../lib/tools/run');
+const { objectPath } = require('../lib/core/objects');
 
 // enum net_syscall (bpf/net_latency.h): how records name the call
 const SYSCALLS = { NET_SOCKET: 'socket', NET_CONNECT: 'connect' };

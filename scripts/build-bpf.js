@@ -2,7 +2,7 @@
 'use strict';
 /**
  * `npm run build:bpf [-- --arch x86|arm64|all] [--no-tests]` (default: all): the project's
- * BPF programs, compiled once into CO-RE objects (lib/compile.js):
+ * BPF programs, compiled once into CO-RE objects (lib/core/compile.js):
  *
  *   bpf/<name>.bpf.c        -> bpf/<arch>/<name>.bpf.o        (shipped)
  *   __test__/bpf/<name>.bpf.c -> __test__/bpf/<arch>/<name>.bpf.o (tests only)
@@ -19,7 +19,7 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { execFileSync } = require('node:child_process');
-const { compile, INCLUDE } = require('../lib/compile');
+const { compile, INCLUDE } = require('../lib/core/compile');
 
 const ROOT = path.join(__dirname, '..');
 const LIBBPF_HEADERS = ['bpf_helpers.h', 'bpf_helper_defs.h', 'bpf_tracing.h', 'bpf_core_read.h', 'bpf_endian.h', 'usdt.bpf.h'];

@@ -8,7 +8,7 @@
  *   what is under src/x/ are module x); it must have no cycle.
  * - JavaScript: no lib/*.js module requires the package entry ('..',
  *   '../index', '../index.js') or the generated binding ('../binding'),
- *   except lib/native.js, which owns the binding; and the requires among
+ *   except lib/core/native.js, which owns the binding; and the requires among
  *   lib/*.js (lazy ones included) have no cycle.
  *
  * - README.md's Mermaid graph (Development) is the one --mermaid draws.
@@ -236,20 +236,53 @@ function requiresOf(file) {
   return out;
 }
 
-const ENTRY = new Set(['..', '../', '../index', '../index.js']);
-const BINDING = new Set(['../binding', '../binding.js']);
+/**
+ * lib/'s rooms, bottom to top: a module requires modules of its own room
+ * or of a room below, never above; the rooms of one layer (service and
+ * tools) never require each other.
+ */
+const LAYERS = [
+  ['core'], // the API: objects, maps, buffers, records; core/native.js alone owns the binding
+  ['host'], // the machine, its processes and containers
+  ['frames'], // naming stack frames: ELF, perf map, jitdump, V8
+  ['service', 'tools'], // self-tracing (monitor, profiles, exporters); the command-line tools
+];
+const LAYER = new Map(LAYERS.flatMap((rooms, i) => rooms.map((room) => [room, i])));
 
-/** lib/ modules that require the entry or the binding (native.js may require the binding), and cycles among lib/ modules. */
+/**
+ * What is wrong with lib/'s requires: a module outside the rooms, a require
+ * of the package entry or of the binding (but from core/native.js), one
+ * against the layers, and cycles (lazy requires included).
+ */
 function jsProblems(lib = path.join(ROOT, 'lib')) {
   const problems = [];
   const graph = new Map();
-  for (const file of fs.readdirSync(lib).filter((f) => f.endsWith('.js')).sort()) {
-    const name = file.replace(/\.js$/, '');
+  const root = path.dirname(lib);
+  const entry = new Set([root, path.join(root, 'index'), path.join(root, 'index.js')]);
+  const binding = new Set([path.join(root, 'binding'), path.join(root, 'binding.js')]);
+  for (const full of filesUnder(lib, '.js')) {
+    const name = path.relative(lib, full).replace(/\.js$/, '');
+    const room = name.includes('/') ? name.split('/')[0] : null;
     graph.set(name, new Set());
-    for (const { spec, line } of requiresOf(path.join(lib, file))) {
-      if (ENTRY.has(spec)) problems.push(`lib/${file}:${line} requires the package entry ('${spec}'): take what it needs from the lib module that defines it, or from ./native`);
-      else if (BINDING.has(spec) && file !== 'native.js') problems.push(`lib/${file}:${line} requires '${spec}': reach the addon through ./native`);
-      else if (spec.startsWith('./')) graph.get(name).add(spec.slice(2).replace(/\.js$/, ''));
+    if (!LAYER.has(room)) {
+      problems.push(`lib/${name}.js is in no room: move it into lib/<room>/, one of ${[...LAYER.keys()].join(', ')}`);
+      continue;
+    }
+    for (const { spec, line } of requiresOf(full)) {
+      if (!spec.startsWith('.')) continue;
+      const target = path.resolve(path.dirname(full), spec).replace(/\/$/, '');
+      if (entry.has(target)) {
+        problems.push(`lib/${name}.js:${line} requires the package entry ('${spec}'): take what it needs from the lib module that defines it, or from core/native.js`);
+      } else if (binding.has(target)) {
+        if (name !== 'core/native') problems.push(`lib/${name}.js:${line} requires '${spec}': reach the addon through core/native.js`);
+      } else if (target.startsWith(lib + path.sep)) {
+        const to = path.relative(lib, target).replace(/\.js$/, '');
+        const toRoom = to.split('/')[0];
+        graph.get(name).add(to);
+        if (!LAYER.has(toRoom) || toRoom === room) continue;
+        if (LAYER.get(toRoom) > LAYER.get(room)) problems.push(`lib/${name}.js:${line} requires ${to}.js, a room above its own (${room} < ${toRoom}): move what both need down, or the module up`);
+        else if (LAYER.get(toRoom) === LAYER.get(room)) problems.push(`lib/${name}.js:${line} requires ${to}.js: ${room} and ${toRoom} stand side by side and never require each other; move what both need into a room below`);
+      }
     }
   }
   for (const cycle of cycles(graph)) problems.push(`lib/ modules require each other: ${cycle.map((m) => `${m}.js`).join(' -> ')}`);
@@ -281,10 +314,10 @@ function main(argv) {
     return 1;
   }
   const edges = [...rust.graph.values()].reduce((n, s) => n + s.size, 0);
-  console.log(`check-deps: src/ has ${rust.graph.size} modules and ${edges} edges, no cycle; lib/ reaches the addon only through native.js, no cycle`);
+  console.log(`check-deps: src/ has ${rust.graph.size} modules and ${edges} edges, no cycle; lib/'s rooms (${LAYERS.map((l) => l.join(' | ')).join(' < ')}) are required downwards only, reach the addon only through core/native.js, no cycle`);
   return 0;
 }
 
 if (require.main === module) process.exitCode = main(process.argv.slice(2));
 
-module.exports = { stripRust, crateReferences, rustGraph, cycles, mermaid, jsProblems };
+module.exports = { stripRust, crateReferences, rustGraph, cycles, mermaid, jsProblems, LAYERS };

@@ -11,7 +11,7 @@
  *
  *   node scripts/nodes.js 22 24 26              # the newest of each (fetched if new), its path
  *   node scripts/nodes.js --if-missing 22 24 26 # a cached one if any (npm test's pretest)
- *   const { nodeBinary, cachedNode } = require('../scripts/nodes');
+ *   const { nodeBinary, cachedNode } = require('./nodes');
  *
  * The tests call `cachedNode(major)`: the newest cached release, without
  * the registry. Under test:node (NODE_LIBBPF_REQUIRE_NODES=1) a missing
@@ -64,6 +64,8 @@ function cachedNode(major) {
 /**
  * The `node` of `major`'s newest release, downloaded into the cache if it
  * is not there yet.
+ * @param {string | number} major
+ * @param {{ log?: (line: string) => void }} [options]
  */
 function nodeBinary(major, { log = () => {} } = {}) {
   for (const dir of ['/var/cache/node-libbpf', CACHE]) {

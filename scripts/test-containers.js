@@ -54,7 +54,7 @@ const { spawn, spawnSync } = require('node:child_process');
 const { ensureDebianRoot, aptInstall } = require('./rootfs');
 
 const ROOT = path.resolve(__dirname, '..');
-const CLI = path.join(ROOT, 'lib', 'cli.js');
+const CLI = path.join(ROOT, 'lib', 'tools', 'cli.js');
 const CACHE = process.env.CONTAINERS_CACHE || '/var/cache/node-libbpf/containers';
 // the host's Debian release (bookworm elsewhere): the work tree's addon is
 // built against the host's glibc (the release build, glibc 2.17, runs on
@@ -148,7 +148,7 @@ function start(cmd, args, { timeoutMs = 120000, env } = {}) {
   return { child, out, exited, waitFor };
 }
 
-/** `npx node-libbpf TOOL ARGS` from the host (the work tree's lib/cli.js). */
+/** `npx node-libbpf TOOL ARGS` from the host (the work tree's lib/tools/cli.js). */
 function tool(args, opts) {
   return start(process.execPath, [CLI, ...args], opts);
 }

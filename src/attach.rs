@@ -58,7 +58,7 @@ impl BpfLink {
 pub struct AttachOptions {
   /// Value for `bpf_get_attach_cookie()`: a bigint from 0n to 2n ** 64n - 1n,
   /// or a safe integer number (default 0).
-  // (lib/object.js turns a number into a bigint: the addon takes bigints)
+  // (lib/core/object.js turns a number into a bigint: the addon takes bigints)
   #[napi(ts_type = "bigint | number")]
   pub cookie: Option<BigInt>,
 }

@@ -1,5 +1,5 @@
 //! BTF: the object's own type information, turned into layouts that the
-//! codec (lib/codec.js) compiles into decoders and encoders. A layout is
+//! codec (lib/core/codec.js) compiles into decoders and encoders. A layout is
 //! plain JSON:
 //!
 //! - `{kind:"int", size, signed}`, `{kind:"bool", size}`, `{kind:"float", size}`

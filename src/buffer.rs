@@ -1,7 +1,7 @@
 //! Ring and perf buffers: consumers driven by the process's poller (ring
 //! buffers read in place, src/mmap/ring.rs; perf buffers through libbpf), and
 //! the `EventBuffer` handle JavaScript gets for each. Records reach
-//! JavaScript through a dispatcher function made by lib/dispatch.js.
+//! JavaScript through a dispatcher function made by lib/core/dispatch.js.
 
 use std::{
   os::fd::{AsFd, AsRawFd},
@@ -37,7 +37,7 @@ const DEFAULT_PERF_PAGES: u64 = 256;
 /// 1 MiB; a pass over a buffer makes one).
 const DEFAULT_QUEUE_BATCHES: u64 = 64;
 
-/// How the addon consumes a buffer (lib/map.js passes these on from the
+/// How the addon consumes a buffer (lib/core/map.js passes these on from the
 /// options of `openRingBuffer`/`openPerfBuffer`). Numbers, checked here
 /// (src/options.rs has the ranges), never wrapped by a u32 conversion.
 #[napi(object)]
@@ -58,7 +58,7 @@ pub struct BufferOptions {
   pub wakeup_bytes: Option<f64>,
 }
 
-/// The native side of an open ring or perf buffer (lib/buffer.js wraps it).
+/// The native side of an open ring or perf buffer (lib/core/buffer.js wraps it).
 #[napi]
 pub struct NativeBuffer {
   sink: Arc<Sink>,
@@ -115,7 +115,7 @@ impl NativeBuffer {
     mut cpus: Option<Uint32ArraySlice<'_>>,
   ) -> Result<f64> {
     // SAFETY: three distinct ArrayBuffers of the dispatcher's own
-    // (lib/dispatch.js; this class is not exported to users), written here
+    // (lib/core/dispatch.js; this class is not exported to users), written here
     // on the JS thread, which runs no JavaScript until this call returns.
     let (data, ends, cpus) = unsafe { (data.as_mut(), ends.as_mut(), cpus.as_mut().map(|c| c.as_mut())) };
     guard(|| {

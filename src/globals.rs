@@ -1,7 +1,7 @@
 //! Global variables: `const volatile` (`.rodata`) before load, `.data` and
 //! `.bss` before and after load (through the kernel's mmapped map), located
 //! by name, offset and size from the object's BTF. Their bytes cross to
-//! JavaScript, where the codec (lib/codec.js) reads and writes them.
+//! JavaScript, where the codec (lib/core/codec.js) reads and writes them.
 
 use libbpf_rs::{AsRawLibbpf, MapCore, MapFlags};
 use napi::bindgen_prelude::Buffer;
@@ -16,7 +16,7 @@ use crate::{
 
 #[napi]
 impl ObjectHandle {
-  /// Writes the bytes of a global variable (lib/object.js encodes them from
+  /// Writes the bytes of a global variable (lib/core/object.js encodes them from
   /// its layout). `const volatile` globals (`.rodata`) only before load;
   /// `.data`/`.bss` globals any time.
   #[napi]

@@ -1,5 +1,5 @@
 //! Maps, byte-level: lookups, updates, deletes and whole-map reads with
-//! Buffers, one crossing per call. lib/map.js turns JavaScript keys and
+//! Buffers, one crossing per call. lib/core/map.js turns JavaScript keys and
 //! values into those bytes and back with the map's BTF layouts (listed here
 //! as data). Ring and perf buffers are opened on their maps from here.
 
@@ -39,7 +39,7 @@ pub struct MapInfo {
   pub value_layout: Option<Value>,
 }
 
-/// The native side of a map of a loaded object (lib/map.js wraps it in
+/// The native side of a map of a loaded object (lib/core/map.js wraps it in
 /// `BpfMap`). Per-CPU values cross as one Buffer of one value per possible
 /// CPU, back to back.
 #[napi]
@@ -362,7 +362,7 @@ impl NativeMap {
   }
 
   /// Streams the records of a BPF_MAP_TYPE_RINGBUF map to `dispatch`
-  /// (lib/dispatch.js), a batch per call.
+  /// (lib/core/dispatch.js), a batch per call.
   #[napi(
     ts_args_type = "dispatch: (data: Buffer, ends: Uint32Array, cpus: Uint32Array | null, losses: number[] | null) => void, options?: BufferOptions"
   )]

@@ -1,6 +1,6 @@
 //! A BPF object: opened from an ELF file or Buffer, configured, loaded into
 //! the kernel on first need, and closed with everything it made. The
-//! JavaScript `BpfObject` (lib/object.js) wraps an `ObjectHandle`.
+//! JavaScript `BpfObject` (lib/core/object.js) wraps an `ObjectHandle`.
 
 use std::{
   cell::{RefCell, RefMut},
@@ -33,7 +33,7 @@ pub struct LoadOptions {
   pub btf_path: Option<String>,
 }
 
-/// The native side of a BPF object (lib/object.js wraps it in `BpfObject`).
+/// The native side of a BPF object (lib/core/object.js wraps it in `BpfObject`).
 /// Every method is one crossing; values cross as bytes (Buffers) and
 /// layouts as data, and the JavaScript side encodes and decodes them.
 #[napi]

@@ -1,4 +1,4 @@
-//! Range checks of the numeric options that reach the addon. lib/validate.js
+//! Range checks of the numeric options that reach the addon. lib/core/validate.js
 //! checks them first, with the same limits; these catch a caller of the
 //! binding itself. A JavaScript number arrives here as an `f64` and is
 //! checked, never cast: napi's u32/i32 conversions would wrap -1 to

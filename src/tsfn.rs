@@ -12,7 +12,7 @@ use napi::{
 
 use crate::queue::Notify;
 
-/// What one doorbell call hands the JS dispatcher (lib/dispatch.js): the
+/// What one doorbell call hands the JS dispatcher (lib/core/dispatch.js): the
 /// losses to report as `[cpu, count, ...]` pairs, if any. The dispatcher
 /// then pulls the records itself (`NativeBuffer.fill`).
 pub type DispatchArgs = Option<Vec<f64>>;

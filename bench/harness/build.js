@@ -10,7 +10,7 @@ const fs = require('node:fs');
 const path = require('node:path');
 const { spawnSync } = require('node:child_process');
 const { sh } = require('./procs');
-const { clangArgs, INCLUDE } = require('../../lib/compile');
+const { clangArgs, INCLUDE } = require('../../lib/core/compile');
 
 const root = path.join(__dirname, '..', '..');
 const bench = path.join(__dirname, '..');

@@ -16,7 +16,7 @@
 const fs = require('node:fs');
 const path = require('node:path');
 const { start, stop, waitLine, sleep, json } = require('./procs');
-const { objectPath } = require('../../lib/objects');
+const { objectPath } = require('../../lib/core/objects');
 const { median, fmtInt } = require('./numbers');
 
 const EXAMPLE_OBJ = objectPath('node_syscalls');

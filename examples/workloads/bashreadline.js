@@ -3,7 +3,7 @@
 // rc files, no history file) into which a command is typed every 300 ms,
 // `echo node-libbpf 1`, `echo node-libbpf 2`, ..., until it is killed or its
 // parent goes away. The tracer traces the bash (`pid` in the message).
-const { spawnInteractive } = require('../../lib/pty');
+const { spawnInteractive } = require('../../lib/tools/pty');
 
 const INTERVAL_MS = 300;
 const PREFIX = 'echo node-libbpf';

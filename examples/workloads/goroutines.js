@@ -1,11 +1,11 @@
 'use strict';
 // Workload of goroutines.js: builds examples/workloads/goroutines.go (once,
-// into node-libbpf's cache, lib/go.js) and runs it: every 200 ms it starts 5 goroutines that
+// into node-libbpf's cache, lib/host/go.js) and runs it: every 200 ms it starts 5 goroutines that
 // sleep, compute and exit. The tracer traces the Go program (`pid` in the
 // message); it ends with this process.
 const { spawn } = require('child_process');
 const path = require('path');
-const { buildGo } = require('../../lib/go');
+const { buildGo } = require('../../lib/host/go');
 
 const binary = buildGo(path.join(__dirname, 'goroutines.go'));
 // its stdin is a pipe from us: it exits when we do, however we end

@@ -1,6 +1,6 @@
 'use strict';
 // The two ends of a TCP transfer, for tcpretrans.js's workload and test (run
-// in network namespaces of their own, lib/netns.js):
+// in network namespaces of their own, lib/host/netns.js):
 //   node tcp_peer.js server HOST PORT
 //     accepts connections; each sends "<n>\n" and n bytes, and gets
 //     "ok <n>\n" once they have all arrived

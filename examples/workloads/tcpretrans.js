@@ -1,14 +1,14 @@
 'use strict';
 // Workload of tcpretrans.js: a TCP server and a client in two network
 // namespaces of their own, joined by a veth pair that drops 20% of the
-// data and ack packets the server receives (lib/netns.js: nftables). The
+// data and ack packets the server receives (lib/host/netns.js: nftables). The
 // client sends 64 KiB to the server every 100 ms, over IPv4 and IPv6 in
 // turn, and so retransmits. The tracer traces the client (`pid` in the
 // message). The namespaces go when this process exits; it stops on its own
 // after 3000 transfers.
 const path = require('path');
 const readline = require('readline');
-const { createVethPair } = require('../../lib/netns');
+const { createVethPair } = require('../../lib/host/netns');
 
 const PORT = 8080;
 const BYTES = 64 * 1024;

@@ -188,7 +188,7 @@ pub(super) fn has_elf_magic(checked: &Checked) -> bool {
 /// The bytes of an ELF file (`ENOENT` when it does not exist;
 /// `ERR_BPF_INVALID_OBJECT` when it is no regular file, is too big or has
 /// no ELF magic). A path in a process's root (`/proc/PID/root/...`, as
-/// lib/procfs.js makes them from its maps) is the process's to control:
+/// lib/host/procfs.js makes them from its maps) is the process's to control:
 /// resolved in that root, its last component no link (`open_in_root`).
 pub(super) fn read_elf(path: &str) -> BpfResult<Vec<u8>> {
   let mut checked = match in_process_root(path) {

@@ -18,8 +18,8 @@
  * (root, or CAP_BPF + CAP_PERFMON).
  */
 const fs = require('node:fs');
-const { loadBpfProgram } = require('./object');
-const { objectPath } = require('./objects');
+const { loadBpfProgram } = require('../core/object');
+const { objectPath } = require('../core/objects');
 
 /** The inode of the initial pid namespace (PROC_PID_INIT_INO, include/linux/proc_ns.h). */
 const INIT_PID_NS = 0xeffffffc;

@@ -36,7 +36,7 @@ function attributes(labels) {
   const out = {};
   for (const [k, v] of Object.entries(labels)) {
     if (k === 'endpoint') {
-      // `1.2.3.4:80`, `[::1]:80` or `unix:PATH` (lib/monitor.js endpointName): a socket path is all address
+      // `1.2.3.4:80`, `[::1]:80` or `unix:PATH` (lib/service/monitor.js endpointName): a socket path is all address
       const unix = v.startsWith('unix:');
       const m = !unix && (/^\[([^\]]*)\]:(\d+)$/.exec(v) ?? /^([^:]*):(\d+)$/.exec(v));
       if (unix) {
@@ -70,7 +70,7 @@ function metricProducer(monitor) {
   const { DataPointType, AggregationTemporality, ValueType } = sdk();
   const snapshot = snapshots(monitor);
   const startTime = hrTime();
-  const scope = { name: 'node-libbpf', version: require('../package.json').version };
+  const scope = { name: 'node-libbpf', version: require('../../package.json').version };
   return {
     async collect() {
       const endTime = hrTime();

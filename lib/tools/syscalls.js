@@ -10,9 +10,9 @@
  */
 const { log2Buckets, linearBuckets, formatHistogram, histogramJSON } = require('./hist');
 const { Tally, formatTable } = require('./report');
-const { syscallNames, syscallName, syscallNumber } = require('./names');
-const { chooseThreadStorage } = require('./compat');
-const { CgroupNames, containerLabel, CONTAINER_COLUMN } = require('./cgroup');
+const { syscallNames, syscallName, syscallNumber } = require('../core/names');
+const { chooseThreadStorage } = require('../core/compat');
+const { CgroupNames, containerLabel, CONTAINER_COLUMN } = require('../host/cgroup');
 
 // syscalls whose tracepoints (the kernel's SYSCALL_DEFINE names) are named otherwise
 const EVENT_NAMES = { newstat: 'stat', newlstat: 'lstat', newfstat: 'fstat', newuname: 'uname', sendfile64: 'sendfile', umount: 'umount2' };
@@ -44,7 +44,7 @@ const TITLES = { ns: '@nsecs', us: '@usecs', ms: '@msecs' };
  * programs before the last `collect()` for exact totals. With
  * `perContainer` (an object built with SYSCALL_HIST_PER_CGROUP:
  * syscall_hist.bpf.c), a row per cgroup and syscall, read from its map
- * `cgroup_syscalls`, with the cgroup's names (lib/cgroup.js `CgroupNames`:
+ * `cgroup_syscalls`, with the cgroup's names (lib/host/cgroup.js `CgroupNames`:
  * `cgroupId`, `cgroup`, `containerId`, `podUid`).
  */
 class SyscallLatency {

@@ -57,7 +57,7 @@ function diagnose(err) {
 
 function load() {
   try {
-    return require('../binding');
+    return require('../../binding');
   } catch (err) {
     const e = /** @type {NodeJS.ErrnoException} */ (new Error(diagnose(err), { cause: err }));
     e.code = 'ERR_BPF_NATIVE_LOAD';

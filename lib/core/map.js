@@ -1,7 +1,7 @@
 'use strict';
 /**
  * `BpfMap`: a map of a loaded object. Keys and values are JavaScript values
- * encoded and decoded here (lib/codec.js) from the map's BTF layouts; the
+ * encoded and decoded here (lib/core/codec.js) from the map's BTF layouts; the
  * addon moves bytes, one crossing per call. A map declared without BTF
  * types (`__uint(key_size, ...)`) uses Buffers of its sizes. Per-CPU maps
  * give an array with one value per possible CPU; stack-trace maps give
@@ -280,7 +280,7 @@ class BpfMap {
   }
 }
 
-/** The numeric options of a buffer, range-checked (lib/validate.js). */
+/** The numeric options of a buffer, range-checked (lib/core/validate.js). */
 function bufferOptions(method, kind, options) {
   const { LIMITS } = validate;
   const out = {

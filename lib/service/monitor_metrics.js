@@ -7,7 +7,7 @@
  * exporter 0.2xx makes `node_libbpf.syscall.duration` into
  * `node_libbpf_syscall_duration`, counters `_total`), and its rows in a snapshot
  * (`monitor.read()`): `[labels, value]`, a value being a number or a
- * histogram. lib/prometheus.js and lib/opentelemetry.js format them.
+ * histogram. lib/service/prometheus.js and lib/service/opentelemetry.js format them.
  */
 
 /**

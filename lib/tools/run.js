@@ -13,7 +13,7 @@ const path = require('path');
 
 /** Runs `main()`; `name` (default: the script's file name) prefixes its error. */
 function run(main, name = path.basename(require.main?.filename ?? process.argv[1] ?? 'tool', '.js')) {
-  // the 'exit' handlers (lib/target.js) still stop the workload
+  // the 'exit' handlers (lib/host/target.js) still stop the workload
   process.stdout.on('error', (err) => {
     if (err.code !== 'EPIPE') throw err;
     process.exit(0);

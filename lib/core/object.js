@@ -3,7 +3,7 @@
  * `BpfObject` and `loadBpfProgram`: a BPF object opened from an ELF file,
  * configured, loaded on first need, attached, read, and closed with
  * everything it made. The addon's `ObjectHandle` does the kernel's part;
- * this side encodes and decodes values (lib/codec.js).
+ * this side encodes and decodes values (lib/core/codec.js).
  */
 const native = require('./native');
 const codec = require('./codec');

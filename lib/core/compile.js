@@ -12,7 +12,7 @@ const path = require('node:path');
 const { spawnSync, spawn } = require('node:child_process');
 const { bpfArch } = require('./objects');
 
-const INCLUDE = path.join(__dirname, '..', 'include');
+const INCLUDE = path.join(__dirname, '..', '..', 'include');
 
 /** The oldest clang that compiles our headers (CO-RE relocations, BTF type and enum checks). */
 const MIN_CLANG = 11;

@@ -8,14 +8,14 @@
  */
 const path = require('path');
 const util = require('util');
-const { resolveCgroup } = require('./cgroup');
+const { resolveCgroup } = require('../host/cgroup');
 
 /** The most seconds `-d` and `-i` take: setTimeout's longest delay (2^31 - 1 ms), in whole seconds. */
 const MAX_SECONDS = 2_147_483;
 /** The highest process id (PID_MAX_LIMIT, the most /proc/sys/kernel/pid_max can be). */
 const MAX_PID = 4_194_304;
 
-/** How the usage names the tool: `node-libbpf syscalls` (lib/cli.js sets it), or `node examples/x.js`. */
+/** How the usage names the tool: `node-libbpf syscalls` (lib/tools/cli.js sets it), or `node examples/x.js`. */
 function programName() {
   const script = process.argv[1];
   if (!script) return 'SCRIPT';
@@ -54,7 +54,7 @@ function programName() {
  * allows arguments after the options, returned as `opts.positionals` (at
  * least `min`). `extra.perContainer`: the tool takes `--per-container`.
  * A tool with `systemWide` takes `--cgroup PATH` (`opts.cgroup`: `{ id,
- * path, level }` of lib/cgroup.js `resolveCgroup`). `extra` may also be the
+ * path, level }` of lib/host/cgroup.js `resolveCgroup`). `extra` may also be the
  * argv array (the first form of this function).
  * @param {string} description
  * @param {object | string[]} [extra]

@@ -1,7 +1,7 @@
 'use strict';
 /**
  * `EventBuffer`: an open ring or perf buffer. The addon's poller hands
- * batches of records to a dispatcher (lib/dispatch.js) on the main thread;
+ * batches of records to a dispatcher (lib/core/dispatch.js) on the main thread;
  * this object owns the user's side of it: closing, keeping the process
  * alive, counting.
  */

@@ -7,7 +7,7 @@
  *
  *   const { Tally, formatTable, ReportClock, printReport } = require('node-libbpf/lib/report');
  */
-const { formatTime, escapeText } = require('./format');
+const { formatTime, escapeText } = require('../core/format');
 
 /**
  * Rows of counts, by key, kept twice: since the last `takeInterval()`, and
@@ -55,7 +55,7 @@ function sum(a, b) {
  * A text table: a header and a line per row. `columns`: `[{ title,
  * value(row), left? }]`, right-aligned unless `left`; the last column may
  * be as wide as it needs. Cells are traced text: their control characters
- * are escaped (lib/format.js `escapeText`).
+ * are escaped (lib/core/format.js `escapeText`).
  */
 function formatTable(columns, rows) {
   const cells = rows.map((row) => columns.map((c) => escapeText(c.value(row))));

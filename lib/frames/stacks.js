@@ -13,9 +13,9 @@
  *   fs.writeFileSync('out.svg', bpf.flameGraph(stacks.foldStacks(counted)));
  */
 const fs = require('fs');
-const native = require('./native');
-const { escapeText } = require('./format');
-const { perfMapPath } = require('./procfs');
+const native = require('../core/native');
+const { escapeText } = require('../core/format');
+const { perfMapPath } = require('../host/procfs');
 const jitdump = require('./jitdump');
 
 const EFAULT = 14; // bpf_get_stackid: no stack of that kind (a kernel thread's user stack, a user-mode sample's kernel stack)
@@ -23,13 +23,13 @@ const EFAULT = 14; // bpf_get_stackid: no stack of that kind (a kernel thread's 
 /**
  * Names addresses, caching every answer: kernel addresses once, user
  * addresses once per process. JavaScript code of a node process that runs
- * with --perf-prof is named from its jitdump (lib/jitdump.js), with the
+ * with --perf-prof is named from its jitdump (lib/frames/jitdump.js), with the
  * function inlined where the sample landed; else from its perf map, where a
  * Maglev frame (which may hold inlined functions' code, unnamed) says so and
  * which flag names them, unless the process runs with --no-maglev-inlining.
  */
 class StackSymbolizer {
-  /** @param {Pick<typeof import('./native'), 'Symbolizer'>} [bpf] what makes the Symbolizer: the addon (default) or the package entry */
+  /** @param {Pick<typeof import('../core/native'), 'Symbolizer'>} [bpf] what makes the Symbolizer: the addon (default) or the package entry */
   constructor(bpf = native) {
     this.symbolizer = new bpf.Symbolizer();
     this.cache = new Map(); // 'k' or pid -> Map(address -> [name, innermost first])
@@ -217,7 +217,7 @@ function symbolize(entries, symbolizer) {
  * Folded stacks, one line per stack, root first: `comm;user frames;kernel
  * frames count` (`container;comm;...` where a stack has a `container`),
  * kernel frames marked `_[k]` (as flamegraph.pl and inferno color them),
- * control characters escaped (lib/format.js `escapeText`);
+ * control characters escaped (lib/core/format.js `escapeText`);
  * the same line twice is counted once.
  */
 function foldStacks(stacks) {
@@ -236,7 +236,7 @@ function foldStacks(stacks) {
 /**
  * One stack as bcc's stackcount prints it: kernel frames, `--`, user
  * frames (innermost first), the thread (and its `container`, where the
- * stack has one: lib/cgroup.js containerLabel) and its count; names and
+ * stack has one: lib/host/cgroup.js containerLabel) and its count; names and
  * `comm` with their control characters escaped.
  */
 function formatStack(s) {
@@ -250,7 +250,7 @@ function formatStack(s) {
 /**
  * Whether process `pid` has a perf map (`node --perf-basic-prof` writes
  * one): /tmp/perf-PID.map, in a container /tmp/perf-NSPID.map of its own
- * /tmp (lib/procfs.js perfMapPath).
+ * /tmp (lib/host/procfs.js perfMapPath).
  */
 function hasPerfMap(pid) {
   try {

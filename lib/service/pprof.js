@@ -1,6 +1,6 @@
 'use strict';
 /**
- * A profile window (lib/profile.js) as pprof: the gzipped protobuf that
+ * A profile window (lib/service/profile.js) as pprof: the gzipped protobuf that
  * `go tool pprof`, Pyroscope and Parca read, encoded with `pprof-format`
  * (a dependency of node-libbpf: pure JavaScript, no dependencies of its own).
  *

@@ -7,13 +7,13 @@
  *
  *   const { traceSyscalls } = require('node-libbpf/lib/trace_syscalls');
  */
-const { loadBpfProgram } = require('./object');
+const { loadBpfProgram } = require('../core/object');
 const { parseArgs } = require('./args');
-const { traceTarget, untilStopped } = require('./target');
+const { traceTarget, untilStopped } = require('../host/target');
 const { LatencySummary } = require('./latency');
-const { chooseThreadStorage } = require('./compat');
-const { escapeText } = require('./format');
-const { configureCgroup } = require('./cgroup');
+const { chooseThreadStorage } = require('../core/compat');
+const { escapeText } = require('../core/format');
+const { configureCgroup } = require('../host/cgroup');
 
 /**
  * Traces the syscalls `syscalls` of `-p PID`, of every process, or with

@@ -22,7 +22,7 @@
 const { execFileSync } = require('child_process');
 const fs = require('fs');
 const path = require('path');
-const native = require('./native');
+const native = require('../core/native');
 const { syscallNumberOfEvent } = require('./syscalls');
 
 const KINDS = { t: 'tracepoint', tracepoint: 'tracepoint', u: 'uprobe', uprobe: 'uprobe', c: 'uprobe', k: 'kprobe', kprobe: 'kprobe' };

@@ -3,8 +3,8 @@
 /**
  * `npx node-libbpf <command>`: the package's command line.
  *
- *   node-libbpf build prog.bpf.c [-o prog.bpf.o] [--arch x86|arm64]   compile a BPF program (lib/compile.js)
- *   node-libbpf types prog.bpf.o [-o prog.d.ts]                        TypeScript declarations (lib/typegen.js)
+ *   node-libbpf build prog.bpf.c [-o prog.bpf.o] [--arch x86|arm64]   compile a BPF program (lib/core/compile.js)
+ *   node-libbpf types prog.bpf.o [-o prog.d.ts]                        TypeScript declarations (lib/core/typegen.js)
  *   node-libbpf <tool> [-p PID] [-d S] [-i S] [-j] [--demo] ...         a tool of examples/
  */
 const fs = require('node:fs');
@@ -12,18 +12,18 @@ const { parseArgs } = require('node:util');
 
 /** The tools, by command name: their script in examples/ (required to run it) and what it shows. */
 const TOOLS = {
-  syscalls: [() => require('../examples/node_syscalls'), 'syscall latency histograms, files opened, endpoints connected (of a process or of all)'],
-  syscall_hist: [() => require('../examples/syscall_hist'), 'a latency histogram per syscall, bpftrace-style'],
-  funccount: [() => require('../examples/funccount'), 'counts of tracepoints and functions matched by wildcards (bcc funccount)'],
-  stackcount: [() => require('../examples/stackcount'), 'stacks counted in the kernel, symbolized, folded or as a flame graph (bcc stackcount)'],
-  tcpretrans: [() => require('../examples/tcpretrans'), 'TCP retransmits with addresses, ports and state (bcc tcpretrans)'],
-  bashreadline: [() => require('../examples/bashreadline'), 'command lines typed into bash (bcc bashreadline)'],
-  goroutines: [() => require('../examples/goroutines'), 'goroutine state changes of a Go program'],
-  'event-loop': [() => require('../examples/trace_event_loop'), 'the libuv event-loop phases of a Node.js process, with histograms'],
-  'file-io': [() => require('../examples/trace_file_io'), 'openat/read/write/close with latencies and file names'],
-  'net-latency': [() => require('../examples/trace_network_latency'), 'socket/connect with latencies and destinations'],
-  cachestat: [() => require('../examples/cachestat'), 'page-cache hits, misses, dirtied pages and hit ratio (bcc cachestat; kprobes or fentry)'],
-  'mem-latency': [() => require('../examples/trace_mem_latency'), 'mmap/munmap/madvise with addresses, lengths and flags'],
+  syscalls: [() => require('../../examples/node_syscalls'), 'syscall latency histograms, files opened, endpoints connected (of a process or of all)'],
+  syscall_hist: [() => require('../../examples/syscall_hist'), 'a latency histogram per syscall, bpftrace-style'],
+  funccount: [() => require('../../examples/funccount'), 'counts of tracepoints and functions matched by wildcards (bcc funccount)'],
+  stackcount: [() => require('../../examples/stackcount'), 'stacks counted in the kernel, symbolized, folded or as a flame graph (bcc stackcount)'],
+  tcpretrans: [() => require('../../examples/tcpretrans'), 'TCP retransmits with addresses, ports and state (bcc tcpretrans)'],
+  bashreadline: [() => require('../../examples/bashreadline'), 'command lines typed into bash (bcc bashreadline)'],
+  goroutines: [() => require('../../examples/goroutines'), 'goroutine state changes of a Go program'],
+  'event-loop': [() => require('../../examples/trace_event_loop'), 'the libuv event-loop phases of a Node.js process, with histograms'],
+  'file-io': [() => require('../../examples/trace_file_io'), 'openat/read/write/close with latencies and file names'],
+  'net-latency': [() => require('../../examples/trace_network_latency'), 'socket/connect with latencies and destinations'],
+  cachestat: [() => require('../../examples/cachestat'), 'page-cache hits, misses, dirtied pages and hit ratio (bcc cachestat; kprobes or fentry)'],
+  'mem-latency': [() => require('../../examples/trace_mem_latency'), 'mmap/munmap/madvise with addresses, lengths and flags'],
 };
 
 const USAGE = `usage: node-libbpf <command> [options]     (node-libbpf <command> --help for its options)
@@ -65,7 +65,7 @@ async function build(argv) {
   const { values, positionals } = parsed;
   if (values.help) return console.log(`${usage}\n\nCompiles a BPF C program into a CO-RE object (clang -g -O2 -target bpf), with\nvmlinux.h for the architecture (default: this machine's) and libbpf's\nbpf_helpers.h, bpf_tracing.h, bpf_core_read.h, bpf_endian.h and usdt.bpf.h.`);
   if (positionals.length !== 1) return fail(`build: one source file, please\n${usage}`);
-  const { compile } = require('./compile');
+  const { compile } = require('../core/compile');
   try {
     const { output, warnings } = await compile(positionals[0], { output: values.output, arch: values.arch, includes: values.include, clang: values.clang });
     if (warnings.trim()) process.stderr.write(warnings);
@@ -86,7 +86,7 @@ function types(argv) {
   const out = outIndex >= 0 ? rest[outIndex + 1] : undefined;
   let text;
   try {
-    text = require('./typegen').generate(file);
+    text = require('../core/typegen').generate(file);
   } catch (e) {
     return fail(`types: ${e.message}`, 1);
   }
@@ -98,7 +98,7 @@ function types(argv) {
 function main([command, ...rest]) {
   if (command === undefined) return fail(`a command, please\n\n${USAGE}`);
   if (command === '--help' || command === '-h' || command === 'help') return console.log(USAGE);
-  if (command === '--version' || command === '-v') return console.log(require('../package.json').version);
+  if (command === '--version' || command === '-v') return console.log(require('../../package.json').version);
   if (command === 'build') return build(rest);
   if (command === 'types') return types(rest);
   const tool = TOOLS[command] ?? TOOLS[command.replace(/_/g, '-')] ?? TOOLS[command.replace(/-/g, '_')];

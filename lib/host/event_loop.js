@@ -4,10 +4,10 @@
  * functions of a Node.js process (its node binary, or its libuv.so), in the
  * order of `enum uv_phase` (bpf/event_loop.h), whose index is the attach
  * cookie of each probe. Shared by examples/trace_event_loop.js and the
- * monitor (lib/monitor.js).
+ * monitor (lib/service/monitor.js).
  */
 
-const native = require('./native');
+const native = require('../core/native');
 
 // enum uv_phase (bpf/event_loop.h), in its order, which is the order libuv
 // 1.45+ (Node.js 20+) runs them in
@@ -46,7 +46,7 @@ function choosePhasePrograms(obj, { returns = true, use = true } = {}) {
 
 /**
  * Attaches the entry (and with `returns`, return) programs to every phase
- * function found (`functions`: lib/procfs.js findFunctions), as
+ * function found (`functions`: lib/host/procfs.js findFunctions), as
  * `choosePhasePrograms()` decided (`how`). Returns first: every entry seen
  * then has its return seen too. Returns the links.
  */

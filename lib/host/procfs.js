@@ -7,7 +7,7 @@
  *   const { findFunctions, socketInodes } = require('node-libbpf/lib/procfs');
  */
 const fs = require('fs');
-const native = require('./native');
+const native = require('../core/native');
 
 /**
  * Where the functions `names` of process `pid` are, for uprobes: its

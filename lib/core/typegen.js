@@ -3,7 +3,7 @@
  * TypeScript declarations for a BPF object, from its BTF: an interface per
  * struct, a type per enum, and the types of its maps, globals and records,
  * ready for `bpf.loadBpfProgram<Types>(path)`. Used by
- * `npx node-libbpf types prog.bpf.o` (lib/cli.js); also callable:
+ * `npx node-libbpf types prog.bpf.o` (lib/tools/cli.js); also callable:
  * `require('node-libbpf/lib/typegen').generate('prog.bpf.o')`.
  */
 const path = require('path');

@@ -164,7 +164,7 @@ function configureCgroup(obj, opts) {
   if (opts.perContainer) obj.setGlobalVariable('per_container', true);
 }
 
-/** The CONTAINER column of a table of `formatTable` (lib/report.js). */
+/** The CONTAINER column of a table of `formatTable` (lib/tools/report.js). */
 const CONTAINER_COLUMN = { title: 'CONTAINER', value: containerLabel, left: true };
 
 module.exports = { cgroupV2Root, resolveCgroup, parseContainer, CgroupNames, containerLabel, configureCgroup, CONTAINER_COLUMN };

@@ -25,16 +25,16 @@
  */
 const fs = require('node:fs');
 const net = require('node:net');
-const native = require('./native');
-const { loadBpfProgram } = require('./object');
-const { objectPath } = require('./objects');
-const validate = require('./validate');
-const { findFunctions, socketInodes } = require('./procfs');
-const { PHASES, choosePhasePrograms, attachPhases } = require('./event_loop');
-const { chooseThreadStorage } = require('./compat');
-const { kernelIds } = require('./pidns');
+const native = require('../core/native');
+const { loadBpfProgram } = require('../core/object');
+const { objectPath } = require('../core/objects');
+const validate = require('../core/validate');
+const { findFunctions, socketInodes } = require('../host/procfs');
+const { PHASES, choosePhasePrograms, attachPhases } = require('../host/event_loop');
+const { chooseThreadStorage } = require('../core/compat');
+const { kernelIds } = require('../host/pidns');
 const { BUCKET_BOUNDS } = require('./monitor_metrics');
-const { syscallNumber, syscallName } = require('./names');
+const { syscallNumber, syscallName } = require('../core/names');
 
 const PARTS = ['syscalls', 'eventLoop', 'offCpu', 'files', 'connects', 'tcpRetransmits'];
 /**

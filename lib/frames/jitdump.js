@@ -30,7 +30,7 @@
  */
 const fs = require('fs');
 const path = require('path');
-const { namespacePid } = require('./procfs');
+const { namespacePid } = require('../host/procfs');
 
 const MAGIC = 0x4a695444; // 'JiTD', as a little-endian u32
 const HEADER_MIN = 40;
@@ -285,7 +285,7 @@ class JitDump {
   }
 
   /**
-   * The frames at `address`, innermost first (names as lib/stacks.js
+   * The frames at `address`, innermost first (names as lib/frames/stacks.js
    * frameName gives them: `hotLoop /app/x.js:3:18`): the physical function,
    * below the innermost function inlined there when the source positions
    * name it; `[inlined code at FILE:LINE:COL]` where no compiled function

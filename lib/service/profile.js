@@ -26,12 +26,12 @@
  * --perf-basic-prof]` and the profile says so in a comment.
  */
 const fs = require('node:fs');
-const native = require('./native');
-const { loadBpfProgram } = require('./object');
-const { objectPath } = require('./objects');
-const stacks = require('./stacks');
+const native = require('../core/native');
+const { loadBpfProgram } = require('../core/object');
+const { objectPath } = require('../core/objects');
+const stacks = require('../frames/stacks');
 const pprof = require('./pprof');
-const { kernelIds, inInitialNamespace } = require('./pidns');
+const { kernelIds, inInitialNamespace } = require('../host/pidns');
 
 const EFAULT = 14;
 const DEFAULT_FREQUENCY = 99;
@@ -51,7 +51,7 @@ function codedError(code, message) {
 /**
  * This process's ids as the kernel sees them (`{ tgid, tids }`: `tids` a
  * Map of its tids here to the kernel's, null on the host, where they are
- * the same): lib/pidns.js translates them inside a pid namespace.
+ * the same): lib/host/pidns.js translates them inside a pid namespace.
  */
 function ownIds() {
   if (inInitialNamespace()) return { tgid: process.pid, tids: null };
@@ -217,7 +217,7 @@ function checkOptions(options) {
   return o;
 }
 
-/** One window's stacks, named: `cpu` and `offCpu` (see lib/pprof.js), and how to export them. */
+/** One window's stacks, named: `cpu` and `offCpu` (see lib/service/pprof.js), and how to export them. */
 class ProfileWindow {
   constructor(data) {
     Object.assign(this, data);
@@ -436,7 +436,7 @@ class Profiler {
         // JIT code (or an anonymous executable mapping): the perf map (or jitdump) names it
         if (name === '[unknown]') name = perfMap ? '[unknown JIT code]' : NO_PERF_MAP;
         frame = jsFrame(name);
-        // functions inlined at this address (lib/stacks.js names them from --perf-prof's jitdump), innermost first
+        // functions inlined at this address (lib/frames/stacks.js names them from --perf-prof's jitdump), innermost first
         if (names.length > 1) frame.inlined = names.slice(0, -1).map(jsFrame);
       } else {
         // (outside every executable mapping: not a return address; the frame-pointer chain broke in code without them)
@@ -487,7 +487,7 @@ class Profiler {
   }
 
   /**
-   * The names of user addresses: blazesym's (lib/stacks.js), or where it
+   * The names of user addresses: blazesym's (lib/frames/stacks.js), or where it
    * cannot read /proc/self/map_files (that takes CAP_SYS_ADMIN: a service
    * run with CAP_BPF + CAP_PERFMON only), the ELF symbols of the mapped
    * files and the perf map (its lines before byte `perfMapEndsAt`), read here.

@@ -7,7 +7,7 @@
 const fs = require('node:fs');
 const path = require('node:path');
 
-const ROOT = path.join(__dirname, '..');
+const ROOT = path.join(__dirname, '..', '..');
 
 /** libbpf-tools' architecture names, by Node's `process.arch`. */
 const BPF_ARCH = { x64: 'x86', arm64: 'arm64' };
