@@ -109,7 +109,7 @@ test('bad decode options are coded errors', () => {
 
 test('where code generation is refused (node --disallow-code-generation-from-strings), decoders still work', () => {
   const script = `
-    const codec = require(${JSON.stringify(require.resolve('../lib/codec'))});
+    const codec = require(${JSON.stringify(require.resolve('../lib/core/codec'))});
     const layout = ${JSON.stringify(event)};
     const b = Buffer.alloc(40); b.writeUInt32LE(99, 0); b.write('abc', 24);
     const e = codec.decode(layout, b);

@@ -124,7 +124,7 @@ test('typed records decode under node --disallow-code-generation-from-strings', 
     await exited;
     while (seqs.length < K) await new Promise((r) => setTimeout(r, 10));
     obj.close();
-    const codec = require(${JSON.stringify(require.resolve('../lib/codec'))});
+    const codec = require(${JSON.stringify(require.resolve('../lib/core/codec'))});
     console.log(JSON.stringify({ seqs: seqs.length, inOrder: seqs.every((s, i) => s === i), codegen: codec.codeGenerationAllowed() }));`,
     ['--disallow-code-generation-from-strings'],
   );
