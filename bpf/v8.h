@@ -30,8 +30,10 @@ struct v8_layout {
 	__u64 dispatch_table;		/* leaptiering (V8 >= 13): the address of the table's entries in the process, else 0 */
 	__u32 dispatch_entry_shift;	/* entry = dispatch_table + (handle >> dispatch_handle_shift << dispatch_entry_shift) */
 	__u32 dispatch_handle_shift;
-	__u32 dispatch_entry_code;	/* the entry's code pointer: its offset in the entry */
-	__u32 pad;
+	__u32 dispatch_entry_code;	/* the entry's code word: its offset in the entry */
+	__u32 dispatch_code_shift;	/* code = word >> dispatch_code_shift | heap_object_tag (JSDispatchEntry's
+					 * kObjectPointerShift, 16 on 64-bit: the low bits hold the parameter
+					 * count and the marking bit) */
 };
 
 /* one frame of a user stack, innermost first */
