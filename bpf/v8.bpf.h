@@ -126,7 +126,9 @@ static __always_inline bool v8_function(const struct v8_layout *l, __u64 slot, s
 	if (type < l->js_function_first || type > l->js_function_last)
 		return false;
 	f->sfi = v8_read_u64(fn + l->function_shared);
-	if (l->dispatch_table) {
+	if (!l->function_code) {
+		/* 0 is the map's offset: the layout has no code offset */
+	} else if (l->dispatch_table) {
 		/* leaptiering: a dispatch handle, its table entry holds the code (shifted, with a marking bit) */
 		if (!bpf_probe_read_user(&handle, sizeof(handle), (void *)(fn + l->function_code))) {
 			entry = l->dispatch_table + ((__u64)(handle >> (l->dispatch_handle_shift & 31)) << (l->dispatch_entry_shift & 31));
