@@ -19,11 +19,15 @@
  * window at a time: a second collect() while one runs is ERR_BPF_BUSY (the
  * handler's 409).
  *
- * JavaScript names come from the perf map node writes when started with
+ * JavaScript frames are named from V8's own data, no node flags needed: the
+ * programs walk the stack's JS frames in the kernel (bpf/v8.bpf.h) and
+ * lib/frames/v8.js names them (function, file, line; inlined functions)
+ * from this process's memory at the window's end. Where that fails (an
+ * unknown V8), from the perf map node writes when started with
  * --perf-basic-prof (or --perf-basic-prof-only-functions with
- * --interpreted-frames-native-stack); it cannot be turned on at run time.
- * Without one, JIT frames are named `[JIT code: run node with
- * --perf-basic-prof]` and the profile says so in a comment.
+ * --interpreted-frames-native-stack); without either, JIT frames are named
+ * `[JIT code: run node with --perf-basic-prof]` and the profile says so
+ * in a comment.
  */
 const fs = require('node:fs');
 const native = require('../core/native');
@@ -278,6 +282,7 @@ class Profiler {
   #abort = null; // ends the running window early
   #pushes = new Set();
   #ownSymbols = null; // path -> symbols, when blazesym cannot read this process's map_files
+  #v8Error = null; // why JS frames are not walked (lib/frames/v8.js), or null
 
   /** Not for users: `bpf.profile(options)` makes one. */
   constructor(options) {
@@ -297,6 +302,13 @@ class Profiler {
     }
     this.#obj = obj;
     this.#symbolizer = new stacks.StackSymbolizer(native);
+    // this process's V8 layout: the programs walk its JS frames (bpf/v8.bpf.h)
+    try {
+      this.#v8Error = this.#symbolizer.v8.watch(obj, process.pid, this.#ids.tgid);
+    } catch (err) {
+      obj.close();
+      throw err;
+    }
     forgotten.register(this, obj, this);
   }
 
@@ -341,7 +353,7 @@ class Profiler {
     let startNs;
     let startHr;
     try {
-      for (const map of ['counts', 'offcpu', 'stacks', 'chains']) obj.getMap(map).clear();
+      for (const map of ['counts', 'offcpu', 'stacks', 'chains', 'v8_stacks']) obj.getMap(map).clear();
       const periodNs = Math.round(1e9 / this.#options.frequency);
       startNs = BigInt(Date.now()) * 1000000n;
       startHr = process.hrtime.bigint();
@@ -378,7 +390,8 @@ class Profiler {
   #read({ startNs, durationNs, periodNs, perfMapEndsAt }) {
     const obj = this.#obj;
     const stackMap = obj.getMap('stacks');
-    const cpuRows = obj.getMap('counts', { int64: 'number' }).getBatch();
+    const cpuRows = obj.getMap('counts').getBatch();
+    const walked = this.#symbolizer.v8.readStacks(obj);
     const offRows = obj.getMap('offcpu').getBatch();
     const chainMap = obj.getMap('chains');
     const dropped = { samples: Number(obj.getGlobalVariable('dropped_samples')), offCpu: Number(obj.getGlobalVariable('dropped_offcpu')) };
@@ -389,7 +402,7 @@ class Profiler {
       return cache.get(id);
     };
     // each row's stacks (user, kernel) are added below
-    const rows = /** @type {{ k: any, count: number, ns?: number, kind: 'cpu' | 'offCpu', user?: bigint[], kernel?: bigint[] }[]} */ ([...cpuRows.map(([k, v]) => ({ k, count: v, kind: 'cpu' })), ...offRows.map(([k, v]) => ({ k, count: Number(v.count), ns: Number(v.total_ns), kind: 'offCpu' }))]);
+    const rows = /** @type {{ k: any, count: number, ns?: number, kind: 'cpu' | 'offCpu', user?: bigint[], kernel?: bigint[], js?: any[], walked?: any[] }[]} */ ([...cpuRows.map(([k, v]) => ({ k, count: Number(v), kind: 'cpu' })), ...offRows.map(([k, v]) => ({ k, count: Number(v.count), ns: Number(v.total_ns), kind: 'offCpu' }))]);
     const userAddrs = new Set();
     const kernelAddrs = new Set();
     for (const r of rows) {
@@ -400,6 +413,15 @@ class Profiler {
       if (chain && chain.length > r.user.length) r.user = [...r.user.slice(0, 1), ...chain];
       for (const a of r.user) userAddrs.add(a);
       for (const a of r.kernel) kernelAddrs.add(a);
+    }
+    // JS frames walked in the kernel, named from V8's data (one call for the window): they win over the perf map
+    const aligned = rows.map((r) => this.#symbolizer.v8.align(r.user, walked.get(r.k.v8_stack)));
+    const jsNames = this.#symbolizer.v8.namesOf(process.pid, aligned.flat());
+    let at = 0;
+    for (const [i, r] of rows.entries()) {
+      r.js = jsNames.slice(at, at + aligned[i].length);
+      r.walked = aligned[i];
+      at += aligned[i].length;
     }
     // JIT code moves and the perf map grows: user names are looked up afresh every window
     this.#symbolizer.cache.delete(process.pid);
@@ -448,6 +470,17 @@ class Profiler {
       frames.set(key, frame);
       return frame;
     };
+    // a JS frame named from V8's data: one per function and place (interpreted frames share their pc, the interpreter's)
+    const v8Frame = (a, names, walkedFrame) => {
+      const physical = names[names.length - 1];
+      const key = `v${a}:${walkedFrame.sfi}:${walkedFrame.code}:${walkedFrame.slot}`;
+      if (frames.has(key)) return frames.get(key);
+      const js = (g) => ({ name: g.name, kind: 'js', tier: g.kind, label: g.label, ...(g.file && { file: g.file, line: g.line ?? 0, column: g.column ?? 0 }) });
+      const frame = { ...js(physical), address: Number(a), mapping: mappingAt(maps, Number(a)) };
+      if (names.length > 1) frame.inlined = names.slice(0, -1).map(js);
+      frames.set(key, frame);
+      return frame;
+    };
     const kernelFrame = (a) => {
       const key = `k${a}`;
       if (!frames.has(key)) {
@@ -461,7 +494,7 @@ class Profiler {
     const out = { cpu: [], offCpu: [] };
     for (const r of rows) {
       const lost = (id) => id < 0 && id !== -EFAULT;
-      const userFrames = lost(r.k.user_stack) ? [LOST] : r.user.map(userFrame);
+      const userFrames = lost(r.k.user_stack) ? [LOST] : r.user.map((a, i) => (r.js[i] ? v8Frame(a, r.js[i], r.walked[i]) : userFrame(a)));
       // (off CPU: without the tracing frames the stack was taken in: __traceiter_sched_switch, bpf_trace_run4, the program)
       const kernel = r.kind === 'offCpu' ? r.kernel.slice(Math.max(0, r.kernel.findIndex((a) => !TRACING_FRAME.test(kernelNames.get(a) ?? '')))) : r.kernel;
       const kernelFrames = lost(r.k.kernel_stack) ? [LOST] : kernel.map(kernelFrame);
@@ -475,13 +508,17 @@ class Profiler {
         frames: [...kernelFrames, ...userFrames],
       });
     }
-    for (const map of ['counts', 'offcpu', 'stacks', 'chains']) obj.getMap(map).clear();
+    for (const map of ['counts', 'offcpu', 'stacks', 'chains', 'v8_stacks']) obj.getMap(map).clear();
     obj.setGlobalVariable('dropped_samples', 0n);
+    const v8Dropped = Number(obj.getGlobalVariable('v8_dropped'));
+    obj.setGlobalVariable('v8_dropped', 0n);
     obj.setGlobalVariable('dropped_offcpu', 0n);
     const notes = [
       `node-libbpf profile of pid ${process.pid} (${process.title}, node ${process.version}): cpu-clock at ${this.#options.frequency} Hz on every CPU; off-CPU: the main thread, intervals of ${this.#options.minOffCpu * 1000} ms or more${this.#options.idle ? '' : ', idle epoll waits left out'}`,
     ];
-    if (!perfMap) notes.push(`no perf map (/tmp/perf-${process.pid}.map): JavaScript frames are unnamed; run node with --perf-basic-prof (or --perf-basic-prof-only-functions --interpreted-frames-native-stack)`);
+    if (this.#v8Error) notes.push(`JavaScript frames are not named from V8's data: ${this.#v8Error.message}`);
+    if (!perfMap && this.#v8Error) notes.push(`no perf map (/tmp/perf-${process.pid}.map): JavaScript frames are unnamed; run node with --perf-basic-prof (or --perf-basic-prof-only-functions --interpreted-frames-native-stack)`);
+    if (v8Dropped) notes.push(`${v8Dropped} stacks' JavaScript frames not kept, their table was full: named from the perf map, if any`);
     if (dropped.samples || dropped.offCpu) notes.push(`not counted, their table was full: ${dropped.samples} CPU samples, ${dropped.offCpu} off-CPU intervals`);
     return { startNs, durationNs, periodNs, frequency: this.#options.frequency, perfMap, dropped, notes, ...out };
   }
