@@ -204,10 +204,10 @@ function checkOptions(options) {
   if (options !== undefined && (options === null || typeof options !== 'object')) {
     throw codedError('ERR_INVALID_ARG_TYPE', `profile(options): options must be an object, got ${options}`);
   }
-  const known = ['frequency', 'offCpu', 'minOffCpu', 'idle', 'maxSeconds'];
+  const known = ['frequency', 'offCpu', 'minOffCpu', 'idle', 'maxSeconds', 'v8'];
   const unknown = Object.keys(options ?? {}).filter((k) => !known.includes(k));
   if (unknown.length) throw codedError('ERR_BPF_UNKNOWN_NAME', `profile(): no option named ${unknown.join(', ')}; the options are ${known.join(', ')}`);
-  const o = { frequency: DEFAULT_FREQUENCY, offCpu: true, minOffCpu: 0.001, idle: false, maxSeconds: DEFAULT_MAX_SECONDS, ...options };
+  const o = { frequency: DEFAULT_FREQUENCY, offCpu: true, minOffCpu: 0.001, idle: false, maxSeconds: DEFAULT_MAX_SECONDS, v8: true, ...options };
   if (typeof o.frequency !== 'number' || !Number.isInteger(o.frequency) || o.frequency < 1 || o.frequency > MAX_FREQUENCY) {
     throw codedError('ERR_BPF_INVALID_VALUE', `profile(): frequency is samples per second per CPU, an integer from 1 to ${MAX_FREQUENCY} (default ${DEFAULT_FREQUENCY}), got ${o.frequency}`);
   }
@@ -217,7 +217,7 @@ function checkOptions(options) {
   if (typeof o.maxSeconds !== 'number' || !(o.maxSeconds > 0 && o.maxSeconds <= 86400)) {
     throw codedError('ERR_BPF_INVALID_VALUE', `profile(): maxSeconds is the longest window, in seconds (at most 86400, default ${DEFAULT_MAX_SECONDS}), got ${o.maxSeconds}`);
   }
-  for (const k of ['offCpu', 'idle']) if (typeof o[k] !== 'boolean') throw codedError('ERR_INVALID_ARG_TYPE', `profile(): ${k} is true or false, got ${o[k]}`);
+  for (const k of ['offCpu', 'idle', 'v8']) if (typeof o[k] !== 'boolean') throw codedError('ERR_INVALID_ARG_TYPE', `profile(): ${k} is true or false, got ${o[k]}`);
   return o;
 }
 
@@ -302,9 +302,10 @@ class Profiler {
     }
     this.#obj = obj;
     this.#symbolizer = new stacks.StackSymbolizer(native);
-    // this process's V8 layout: the programs walk its JS frames (bpf/v8.bpf.h)
+    // this process's V8 layout: the programs walk its JS frames (bpf/v8.bpf.h); v8: false leaves them to the perf map
     try {
-      this.#v8Error = this.#symbolizer.v8.watch(obj, process.pid, this.#ids.tgid);
+      if (this.#options.v8) this.#v8Error = this.#symbolizer.v8.watch(obj, process.pid, this.#ids.tgid);
+      else this.#v8Error = codedError('ERR_V8_OFF', 'profile({ v8: false })');
     } catch (err) {
       obj.close();
       throw err;
