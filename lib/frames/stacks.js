@@ -227,7 +227,9 @@ function userNames(entries, symbolizer) {
       const js = named.slice(at, at + aligned.length);
       at += aligned.length;
       const native = symbolizer.userFrames ? symbolizer.userFrames(e.pid, e.user) : symbolizer.user(e.pid, e.user).map((n) => [n]);
-      out.set(e, e.user.flatMap((_, i) => (js[i] ? js[i].map((f) => f.label) : native[i])));
+      // a frame V8's data could not name loses to the perf map's name, and wins over none
+      const useJs = (i) => js[i] && (js[i][0].kind !== 'unnamed' || native[i].every((n) => n === '[unknown]'));
+      out.set(e, e.user.flatMap((_, i) => (useJs(i) ? js[i].map((f) => f.label) : native[i])));
     }
   }
   for (const e of entries) {

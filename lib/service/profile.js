@@ -495,7 +495,14 @@ class Profiler {
     const out = { cpu: [], offCpu: [] };
     for (const r of rows) {
       const lost = (id) => id < 0 && id !== -EFAULT;
-      const userFrames = lost(r.k.user_stack) ? [LOST] : r.user.map((a, i) => (r.js[i] ? v8Frame(a, r.js[i], r.walked[i]) : userFrame(a)));
+      // a frame V8's data could not name loses to the perf map's name, and wins over none
+      const named = (a, i) => {
+        if (!r.js[i]) return userFrame(a);
+        if (r.js[i][0].kind !== 'unnamed') return v8Frame(a, r.js[i], r.walked[i]);
+        const f = userFrame(a);
+        return f.kind === 'js' ? f : v8Frame(a, r.js[i], r.walked[i]);
+      };
+      const userFrames = lost(r.k.user_stack) ? [LOST] : r.user.map(named);
       // (off CPU: without the tracing frames the stack was taken in: __traceiter_sched_switch, bpf_trace_run4, the program)
       const kernel = r.kind === 'offCpu' ? r.kernel.slice(Math.max(0, r.kernel.findIndex((a) => !TRACING_FRAME.test(kernelNames.get(a) ?? '')))) : r.kernel;
       const kernelFrames = lost(r.k.kernel_stack) ? [LOST] : kernel.map(kernelFrame);
