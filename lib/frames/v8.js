@@ -168,7 +168,8 @@ function frameLabel(f) {
 class V8Frames {
   /** @param {any} [bpf] what has V8Symbolizer: the addon (default) or the package entry */
   constructor(bpf = native) {
-    this.Symbolizer = bpf.V8Symbolizer ?? native.V8Symbolizer;
+    // (the addon's, once it has one: src/v8/)
+    this.Symbolizer = bpf.V8Symbolizer ?? /** @type {any} */ (native).V8Symbolizer;
     this.processes = new Map(); // pid -> { symbolizer, layout, error }
   }
 

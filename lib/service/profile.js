@@ -477,7 +477,7 @@ class Profiler {
       const key = `v${a}:${walkedFrame.sfi}:${walkedFrame.code}:${walkedFrame.slot}`;
       if (frames.has(key)) return frames.get(key);
       const js = (g) => ({ name: g.name, kind: 'js', tier: g.kind, label: g.label, ...(g.file && { file: g.file, line: g.line ?? 0, column: g.column ?? 0 }) });
-      const frame = { ...js(physical), address: Number(a), mapping: mappingAt(maps, Number(a)) };
+      const frame = /** @type {any} */ ({ ...js(physical), address: Number(a), mapping: mappingAt(maps, Number(a)) });
       if (names.length > 1) frame.inlined = names.slice(0, -1).map(js);
       frames.set(key, frame);
       return frame;
