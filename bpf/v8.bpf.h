@@ -71,6 +71,7 @@ struct v8_scratch {
 	__u64 hash;		/* of the frames so far */
 	__u32 js;		/* JS frames so far */
 	__u32 pad;
+	struct v8_layout layout;	/* the process's, copied once per walk (a per-CPU array lookup per frame, not a hash one) */
 	__u64 window[V8_WINDOW_MASK + 1];
 };
 
@@ -148,22 +149,23 @@ static __always_inline bool v8_function(const struct v8_layout *l, __u64 slot, s
 #define V8_FRAME_NONE 2		/* not recorded (its slots could not be read) */
 
 /*
- * Frame `i` of the walk of process `tgid`: reads the slots of the frame at
+ * Frame `i` of the walk (the layout in the scratch): reads the slots of the frame at
  * the scratch's fp, records struct v8_frame i (pc: the scratch's pc), adds
  * it to the hash, and moves the scratch's pc and fp to the caller's frame.
  * A global function: the verifier checks it once, not once per frame and
  * path of the walk (which 5.10's complexity limit would not take).
  */
-__attribute__((noinline)) int v8_walk_frame(__u32 tgid, __u32 i)
+__attribute__((noinline)) int v8_walk_frame(__u32 i)
 {
-	struct v8_layout *l = bpf_map_lookup_elem(&v8_layouts, &tgid);
 	__u32 zero = 0, ictx, ifn, ibc;
 	struct v8_scratch *s = bpf_map_lookup_elem(&v8_scratch, &zero);
 	__u64 marker, next, ret, fp, hash;
+	struct v8_layout *l;
 	struct v8_frame *f;
 
-	if (!l || !s || i >= V8_MAX_FRAMES)
+	if (!s || i >= V8_MAX_FRAMES)
 		return V8_FRAME_NONE;
+	l = &s->layout;
 	ictx = v8_slot_index(l->fp_context);
 	ifn = v8_slot_index(l->fp_function);
 	ibc = v8_slot_index(l->fp_bytecode_offset);
@@ -220,13 +222,14 @@ static __always_inline __u64 v8_walk(__u32 tgid, __u64 pc, __u64 fp, __u64 sp)
 	s = bpf_map_lookup_elem(&v8_scratch, &zero);
 	if (!s)
 		return 0;
+	s->layout = *l;
 	s->pc = pc;
 	s->fp = fp;
 	s->hash = 14695981039346656037ULL;
 	s->js = 0;
 	s->stack.flags = 0;
 	for (i = 0; i < V8_MAX_FRAMES; i++) {
-		r = v8_walk_frame(tgid, i);
+		r = v8_walk_frame(i);
 		if (r == V8_FRAME_NONE)
 			break;
 		depth = i + 1;
