@@ -97,6 +97,9 @@ function v8dbgValues(file) {
   }
 }
 
+/** v8dbgValues of the binaries read: `dev:ino:mtime` -> values */
+const symbolCache = new Map();
+
 /** The first of `names` that `values` has. */
 function first(values, ...names) {
   for (const n of names) if (values.has(n)) return values.get(n);
@@ -116,7 +119,20 @@ function provisionalLayout(pid) {
   } catch (err) {
     throw codedError('ERR_V8_NO_PROCESS', `process ${pid}: ${err.message}`);
   }
-  const { values, version } = v8dbgValues(`/proc/${pid}/root${exe.replace(/ \(deleted\)$/, '')}`);
+  const file = `/proc/${pid}/root${exe.replace(/ \(deleted\)$/, '')}`;
+  // one read per binary (a system-wide stackcount meets many processes of the same node)
+  let id;
+  try {
+    const st = fs.statSync(`/proc/${pid}/exe`);
+    id = `${st.dev}:${st.ino}:${st.mtimeMs}`;
+  } catch (err) {
+    throw codedError('ERR_V8_NO_PROCESS', `process ${pid}: ${err.message}`);
+  }
+  if (!symbolCache.has(id)) {
+    if (symbolCache.size >= 16) symbolCache.clear();
+    symbolCache.set(id, v8dbgValues(file));
+  }
+  const { values, version } = symbolCache.get(id);
   if (!values.size) throw codedError('ERR_V8_NOT_NODE', `process ${pid} (${exe}) has no v8dbg_* symbols: not a node (or a stripped one); JavaScript frames are named from its perf map, if any`);
   if (version.length !== 3) throw codedError('ERR_V8_VERSION', `process ${pid} (${exe}): V8's version symbols are missing`);
   const [major, minor, build] = version;
