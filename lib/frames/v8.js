@@ -70,7 +70,9 @@ function v8dbgValues(file) {
     const values = new Map();
     const version = [];
     const VERSION = { _ZN2v88internal7Version6major_E: 0, _ZN2v88internal7Version6minor_E: 1, _ZN2v88internal7Version6build_E: 2 };
-    for (const symtab of sections.filter((s) => s.type === 11 || s.type === 2)) {
+    // .dynsym first (small); .symtab (large) only for what it lacks
+    for (const symtab of [...sections.filter((s) => s.type === 11), ...sections.filter((s) => s.type === 2)]) {
+      if (symtab.type === 2 && values.size && version.length === 3) break;
       const strtab = sections[symtab.link];
       if (!strtab || symtab.size > SYMTAB_MAX_BYTES || strtab.size > SYMTAB_MAX_BYTES) continue;
       const syms = readAt(fd, symtab.offset, symtab.size);
@@ -78,6 +80,8 @@ function v8dbgValues(file) {
       for (let at = 0; at + 24 <= syms.length; at += 24) {
         const nameAt = syms.readUInt32LE(at);
         if (nameAt >= names.length) continue;
+        // most names are neither (a byte compare before decoding any)
+        if (!startsWith(names, nameAt, V8DBG) && !startsWith(names, nameAt, VERSION_PREFIX)) continue;
         const end = names.indexOf(0, nameAt);
         const name = names.toString('latin1', nameAt, end < 0 ? names.length : end);
         const isVersion = name in VERSION;
@@ -95,6 +99,16 @@ function v8dbgValues(file) {
   } finally {
     fs.closeSync(fd);
   }
+}
+
+const V8DBG = Buffer.from('v8dbg_');
+const VERSION_PREFIX = Buffer.from('_ZN2v88internal7Version6');
+
+/** Whether `buf` holds `prefix` at `at`. */
+function startsWith(buf, at, prefix) {
+  if (at + prefix.length > buf.length) return false;
+  for (let i = 0; i < prefix.length; i++) if (buf[at + i] !== prefix[i]) return false;
+  return true;
 }
 
 /** v8dbgValues of the binaries read: `dev:ino:mtime` -> values */
