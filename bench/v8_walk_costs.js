@@ -21,8 +21,8 @@ const SECONDS = Number(opt('--seconds', 3));
 const HZ = Number(opt('--hz', 99));
 const NODE = opt('--node', process.execPath);
 
-if (argv.includes('--child')) {
-  // the workload: ~8 ms of JS, then 2 ms asleep in a futex (Atomics.wait), until stdin closes
+/** The workload (the child): ~8 ms of JS, then 2 ms asleep in a futex (Atomics.wait), until stdin closes. */
+function workload() {
   const shared = new Int32Array(new SharedArrayBuffer(4));
   const hot = (ms) => {
     const end = Date.now() + ms;
@@ -41,7 +41,6 @@ if (argv.includes('--child')) {
   };
   setTimeout(() => console.log('ready'), 1000);
   tick();
-  return;
 }
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
@@ -107,7 +106,10 @@ async function main() {
   }
 }
 
-main().catch((err) => {
-  console.error(`v8_walk_costs: ${err.message}`);
-  process.exitCode = 1;
-});
+if (argv.includes('--child')) workload();
+else {
+  main().catch((err) => {
+    console.error(`v8_walk_costs: ${err.message}`);
+    process.exitCode = 1;
+  });
+}
