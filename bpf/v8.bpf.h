@@ -127,6 +127,11 @@ static __always_inline bool v8_function(const struct v8_layout *l, __u64 slot, s
 	if (type < l->js_function_first || type > l->js_function_last)
 		return false;
 	f->sfi = v8_read_u64(fn + l->function_shared);
+	/* a JSFunction's shared is a heap object: else this was not one (a C++ frame's word that looked like it) */
+	if (!v8_object(l, f->sfi)) {
+		f->sfi = 0;
+		return false;
+	}
 	if (!l->function_code) {
 		/* 0 is the map's offset: the layout has no code offset */
 	} else if (l->dispatch_table) {

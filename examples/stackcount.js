@@ -110,6 +110,8 @@ async function main() {
     const jitDump = target.pid !== undefined && symbolizer.jit.get(target.pid)?.dump;
     if (jitDump?.truncated) console.error(`stackcount: ${escapeText(jitDump.file)}: only its first ${jitdump.MAX_BYTES >> 20} MiB read: code compiled later is named from the perf map alone`);
     if (jitDump?.malformed) console.error(`stackcount: ${escapeText(jitDump.file)}: read up to a malformed record (${jitDump.malformed})`);
+    const v8Dropped = Number(obj.getGlobalVariable('v8_dropped'));
+    if (v8Dropped) console.error(`stackcount: the JS frames of ${v8Dropped} walked stacks were not kept (their table was full): those are named from the perf map, if any; a shorter --duration keeps them all`);
     const folded = stacks.foldStacks(counted);
     if (opts.svg) {
       fs.writeFileSync(opts.svg, bpf.flameGraph(folded, { title: `stackcount: ${what}, ${target.pid === undefined ? target.what : `pid ${target.pid}`}`, countName: profile ? 'samples' : 'events' }));
