@@ -85,8 +85,9 @@ async function main() {
     const v8Error = target.pid !== undefined ? symbolizer.v8.watch(obj, target.pid, target.kernelPid) : watchNodes(obj, symbolizer);
     // every CPU, filtered in the kernel: a perf event for a pid samples only its main thread
     if (profile) obj.attachPerfEvent('handle_sample', { event: 'cpu-clock', frequency: opts.frequency ?? 99 });
-    if (target.pid !== undefined && isNode(target.pid) && v8Error) {
-      console.error(`stackcount: JavaScript frames not named from V8's data: ${escapeText(v8Error.message)}`);
+    if (target.pid !== undefined && isNode(target.pid) && (v8Error || !symbolizer.v8.names)) {
+      if (v8Error) console.error(`stackcount: JavaScript frames not named from V8's data: ${escapeText(v8Error.message)}`);
+      // (walked but not named: the perf map's names win, as before)
       warnJit(target.pid, symbolizer);
     }
     console.error(`Counting stacks of ${what}`);

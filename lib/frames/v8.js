@@ -203,6 +203,11 @@ class V8Frames {
     this.processes = new Map(); // pid -> { symbolizer, layout, error }
   }
 
+  /** Whether walked frames get names (the addon's V8Symbolizer); else they are raw, and lose to the perf map's names. */
+  get names() {
+    return typeof this.Symbolizer === 'function';
+  }
+
   /** What naming process `pid` has: `{ symbolizer, layout, error }` (error: why its JS frames are not walked). */
   process(pid) {
     if (!this.processes.has(pid)) {
