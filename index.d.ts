@@ -499,16 +499,23 @@ export interface ProfileOptions {
   idle?: boolean
   /** The longest window, in seconds (default 300). */
   maxSeconds?: number
+  /** Whether JavaScript frames are walked in the kernel and named from V8's own data, no node flags needed (default true); false: from the perf map alone. */
+  v8?: boolean
 }
 
 /** A frame of a profile's stack. */
 export interface ProfileFrame {
   name: string
-  /** `kernel`, `native`, `js` (named by the perf map), `jit` (JIT code without a JS name), `lost` */
+  /** `kernel`, `native`, `js` (named from V8's data or the perf map), `jit` (JIT code without a JS name), `lost` */
   kind: 'kernel' | 'native' | 'js' | 'jit' | 'lost'
-  /** A JavaScript function's file and line (from the perf map). */
+  /** A JavaScript function's file and line (from V8's data, or the perf map); its column (V8's data). */
   file?: string
   line?: number
+  column?: number
+  /** A JavaScript frame named from V8's data: its tier (`interpreted`, `baseline`, `maglev`, `turbofan`, `builtin`, `stub`, `unnamed`). */
+  tier?: string
+  /** The functions inlined at this frame's address, innermost first. */
+  inlined?: ProfileFrame[]
   module?: string
   address?: number
 }

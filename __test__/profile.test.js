@@ -33,9 +33,10 @@ const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'profile-test-'));
 after(() => fs.rmSync(tmp, { recursive: true, force: true }));
 
 /** Runs the service fixture to its end: its JSON line. */
-function service(args, { node = process.execPath, prefix = [], nodeArgs = NODE_ARGS } = {}) {
+function service(args, { node = process.execPath, prefix = [], nodeArgs = NODE_ARGS, options = undefined } = {}) {
   const cmd = [...prefix, node, ...nodeArgs, SERVICE, ...args];
-  const r = spawnSync(cmd[0], cmd.slice(1), { encoding: 'utf8', timeout: 60_000, cwd: tmp });
+  const env = options ? { ...process.env, PROFILE_OPTIONS: JSON.stringify(options) } : process.env;
+  const r = spawnSync(cmd[0], cmd.slice(1), { encoding: 'utf8', timeout: 60_000, cwd: tmp, env });
   assert.equal(r.status, 0, `${cmd.join(' ')}: ${r.stderr}`);
   return JSON.parse(r.stdout.trim().split('\n').pop());
 }
@@ -167,9 +168,9 @@ describe("issue 23's inlining case (Maglev inlines hotLoopX into processImmediat
 });
 
 describe('without a perf map', { skip }, () => {
-  test('JIT frames say how to get their names, and so does the comment; no bare address', () => {
+  test('without V8\'s data either (v8: false), JIT frames say how to get their names, and so does the comment; no bare address', () => {
     const dir = fs.mkdtempSync(path.join(tmp, 'nomap-'));
-    service(['cpu', dir], { nodeArgs: [] });
+    service(['cpu', dir], { nodeArgs: [], options: { v8: false } });
     const file = path.join(dir, 'cpu.pb.gz');
     const top = pprof(['-top', '-nodecount=300'], file);
     assert.match(top, /run node with --perf-basic-prof \(or --perf-basic-prof-only-functions --interpreted-frames-native-stack\)/, 'the comment');

@@ -97,6 +97,33 @@ describe('examples/stackcount.js', { skip, timeout: 5 * TIMEOUT_MS }, () => {
     assert.ok(hot.user.indexOf('uv_run') > hot.user.findIndex((f) => f.startsWith('hotLoop ')), 'uv_run is an outer frame');
   });
 
+  test('-p PID of a node started with no flags: its JS frames are walked in the kernel, none [unknown] above the JS entry', async () => {
+    // no perf map: only the walk (bpf/v8.bpf.h) can tell its JS frames
+    const node = spawn(process.execPath, [path.join(__dirname, 'fixtures', 'v8_hot.js')], { stdio: ['pipe', 'pipe', 'inherit'] });
+    try {
+      await new Promise((resolve) => node.stdout.once('data', resolve));
+      const { code, stdout, stderr } = await run(['--pid', String(node.pid), '--profile', '--duration', '2', '--folded', '-U']).done;
+      assert.equal(code, 0, stderr);
+      assert.doesNotMatch(stderr, /not named from V8/, 'the walk runs');
+      let samples = 0;
+      let js = 0;
+      for (const line of stdout.trim().split('\n')) {
+        const m = /^(\S+?);(.*) (\d+)$/.exec(line);
+        if (!m || m[1] !== 'node') continue; // the main thread (Node 20 names every thread node; 22+ name the workers)
+        const frames = m[2].split(';');
+        const entry = frames.lastIndexOf('Builtins_JSEntryTrampoline');
+        if (entry < 0) continue;
+        samples += Number(m[3]);
+        const above = frames.slice(entry + 1);
+        if (above.length && above.every((f) => f !== '[unknown]')) js += Number(m[3]);
+      }
+      assert.ok(samples >= 50, `${samples} samples in JS:\n${stdout.slice(0, 2000)}`);
+      assert.ok(js >= 0.9 * samples, `${js} of ${samples} samples with every JS frame walked:\n${stdout.slice(0, 3000)}`);
+    } finally {
+      node.kill();
+    }
+  });
+
   test('-t: the stacks of K syscalls of a C workload, counted exactly, folded', async () => {
     const K = 500;
     const fixture = spawn(buildFixture('stackcount_calls'), [String(K)], { stdio: ['pipe', 'pipe', 'inherit'] });

@@ -40,6 +40,19 @@ static __always_inline struct pt_regs *task_user_regs(struct task_struct *task)
 	return stack ? (struct pt_regs *)(stack + KERNEL_STACK_BYTES) - 1 : NULL;
 }
 
+/*
+ * The user registers the current task entered the kernel with: through
+ * bpf_get_current_task_btf() where bpf_task_pt_regs() takes it (5.15),
+ * else bpf_get_current_task() (any task pointer: task_user_regs reads it
+ * with CO-RE reads).
+ */
+static __always_inline struct pt_regs *current_user_regs(void)
+{
+	if (HAVE_TASK_PT_REGS)
+		return (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+	return task_user_regs((struct task_struct *)bpf_get_current_task());
+}
+
 /* the syscall a sleeping task is in, or -1 */
 static __always_inline long task_syscall(struct task_struct *task)
 {

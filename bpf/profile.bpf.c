@@ -16,6 +16,7 @@
 #include <bpf/bpf_core_read.h>
 #include "compat.bpf.h"
 #include "profile.h"
+#include "v8.bpf.h"
 
 #define MAX_STACK_DEPTH 127
 
@@ -88,9 +89,10 @@ struct {
  * first word is one too) is the rbp of the nearest caller with frame
  * pointers (the library pushed it as a callee-saved register); its chain
  * is followed from there. A heuristic: a wrong guess gives a short or
- * odd chain, never a fault. Returns the chain's key in chains, or 0.
+ * odd chain, never a fault. Returns the chain's key in chains, or 0, and
+ * the frame pointer it starts from in *found (0: none).
  */
-static __always_inline __u64 recover_chain(struct task_struct *task)
+static __always_inline __u64 recover_chain(struct task_struct *task, __u64 *found)
 {
 	struct pt_regs *regs = task_user_regs(task);
 	__u64 sp, fp = 0, w, next, ret, hash = 14695981039346656037ULL;
@@ -131,6 +133,7 @@ static __always_inline __u64 recover_chain(struct task_struct *task)
 	}
 	if (!fp)
 		return 0;
+	*found = fp;
 	for (i = 0; i < PROFILE_CHAIN_DEPTH; i++) {
 		if (bpf_probe_read_user(&next, sizeof(next), (void *)fp) ||
 		    bpf_probe_read_user(&ret, sizeof(ret), (void *)(fp + 8)) || !ret)
@@ -171,6 +174,7 @@ int handle_sample(struct bpf_perf_event_data *ctx)
 	key.tid = (__u32)id;
 	key.user_stack = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
 	key.kernel_stack = bpf_get_stackid(ctx, &stacks, 0);
+	key.v8_stack = v8_walk_sample(target_pid, ctx);
 	bpf_get_current_comm(key.comm, sizeof(key.comm));
 	count = bpf_map_lookup_elem(&counts, &key);
 	if (count) {
@@ -190,7 +194,8 @@ SEC("tp_btf/sched_switch")
 int BPF_PROG(handle_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
 	struct profile_offcpu *v, first = { 1, 0 };
-	__u64 delta;
+	__u64 delta, chain_fp = 0;
+	struct pt_regs *regs;
 
 	if (prev->pid == target_pid) {
 		/* the main thread leaves the CPU: it is current, its stacks are here */
@@ -203,7 +208,12 @@ int BPF_PROG(handle_sched_switch, bool preempt, struct task_struct *prev, struct
 		off.key.user_stack = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
 		off.key.kernel_stack = bpf_get_stackid(ctx, &stacks, 0);
 		/* preempted, it was running code with frame pointers (JIT code, node): no chain to recover */
-		off.key.user_chain = preempt ? 0 : recover_chain(prev);
+		off.key.user_chain = preempt ? 0 : recover_chain(prev, &chain_fp);
+		/* JS frames (V8's own data): from the saved registers, else from the recovered chain */
+		regs = task_user_regs(prev);
+		off.key.v8_stack = v8_walk_kregs(target_pid, regs);
+		if (!off.key.v8_stack && chain_fp && regs)
+			off.key.v8_stack = v8_walk(target_pid, PT_REGS_IP_CORE(regs), chain_fp, PT_REGS_SP_CORE(regs));
 		bpf_get_current_comm(off.key.comm, sizeof(off.key.comm));
 		off.start_ns = bpf_ktime_get_ns();
 		return 0;

@@ -14,6 +14,7 @@ struct profile_key {
 	__u32 preempted;		/* off CPU: 1 if it was preempted (runnable), 0 if it slept */
 	__u64 user_chain;		/* off CPU: key in the chains map of the frames recovered above a
 					 * library without frame pointers (glibc's futex waits), or 0 */
+	__u64 v8_stack;			/* key in the v8_stacks map of the stack's JS frames (bpf/v8.bpf.h), or 0: not walked */
 };
 
 #define PROFILE_CHAIN_DEPTH 64

@@ -5,8 +5,12 @@
  * symbolizes them at the end. */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "compat.bpf.h"
 #include "filter.bpf.h"
 #include "stackcount.h"
+#include "v8.bpf.h"
 
 #define MAX_STACK_DEPTH 127
 #define EFAULT 14
@@ -29,7 +33,14 @@ struct {
 	__type(value, __u64);
 } counts SEC(".maps");
 
-static __always_inline int count_stack(void *ctx)
+/* where the walk of the user stack's JS frames (bpf/v8.bpf.h) starts: the user registers of */
+enum walk_from {
+	WALK_TASK,	/* the task's saved user registers (a tracepoint) */
+	WALK_CTX,	/* the uprobe's (user registers) */
+	WALK_SAMPLE,	/* the perf event sample's */
+};
+
+static __always_inline int count_stack(void *ctx, enum walk_from from)
 {
 	__u64 id = bpf_get_current_pid_tgid(), one = 1, *count;
 	struct stackcount_key key = {};
@@ -40,6 +51,15 @@ static __always_inline int count_stack(void *ctx)
 	key.cgroup = container_key();
 	key.kernel_stack = kernel_stacks ? bpf_get_stackid(ctx, &stacks, 0) : -EFAULT;
 	key.user_stack = user_stacks ? bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK) : -EFAULT;
+	if (user_stacks) {
+		if (from == WALK_SAMPLE)
+			key.v8_stack = v8_walk_sample(key.pid, ctx);
+		else if (from == WALK_CTX)
+			key.v8_stack = v8_walk(key.pid, PT_REGS_IP((struct pt_regs *)ctx), PT_REGS_FP((struct pt_regs *)ctx),
+					       PT_REGS_SP((struct pt_regs *)ctx));
+		else
+			key.v8_stack = v8_walk_current(key.pid);
+	}
 	bpf_get_current_comm(key.comm, sizeof(key.comm));
 	count = bpf_map_lookup_elem(&counts, &key);
 	if (count) {
@@ -57,21 +77,21 @@ static __always_inline int count_stack(void *ctx)
 SEC("tp")
 int handle_tracepoint(void *ctx)
 {
-	return count_stack(ctx);
+	return count_stack(ctx, WALK_TASK);
 }
 
 /* every uprobe (u:library:function) */
 SEC("uprobe")
 int handle_uprobe(void *ctx)
 {
-	return count_stack(ctx);
+	return count_stack(ctx, WALK_CTX);
 }
 
 /* CPU samples (--profile) */
 SEC("perf_event")
 int handle_sample(struct bpf_perf_event_data *ctx)
 {
-	return count_stack(ctx);
+	return count_stack(ctx, WALK_SAMPLE);
 }
 
 char LICENSE[] SEC("license") = "GPL";

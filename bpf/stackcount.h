@@ -12,6 +12,7 @@ struct stackcount_key {
 	char comm[TASK_COMM_LEN];	/* the thread's name */
 	__u32 pad;
 	__u64 cgroup;			/* cgroup id (v2); 0 unless per_container */
+	__u64 v8_stack;			/* key in the v8_stacks map of the stack's JS frames (bpf/v8.bpf.h), or 0: not walked */
 };
 
 #endif /* __STACKCOUNT_H */

@@ -11,7 +11,9 @@
 
 #define V8_MAX_FRAMES 64
 
-/* what the BPF walk needs of one process's V8 (a map keyed by the kernel's tgid) */
+/* what the BPF walk needs of one process's V8 (a map keyed by the kernel's tgid); the object
+ * fields' offsets (object_map .. function_code) are from the object's start, as v8dbg_class_*
+ * give them: the walk reads a field at tagged pointer - heap_object_tag + offset */
 struct v8_layout {
 	__u32 version;			/* V8's major << 24 | minor << 16 | build; 0: no walk */
 	__s32 fp_context;		/* frame slots, relative to fp (v8dbg_off_fp_*): the context, or a typed frame's marker */
@@ -26,12 +28,14 @@ struct v8_layout {
 	__u16 js_function_first;	/* the instance types of JSFunction (first..last) */
 	__u16 js_function_last;
 	__u32 function_shared;		/* JSFunction::shared_function_info */
-	__u32 function_code;		/* JSFunction::code, or its dispatch handle (u32) where dispatch_table */
+	__u32 function_code;		/* JSFunction::code, or its dispatch handle (u32) where dispatch_table; 0: no code */
 	__u64 dispatch_table;		/* leaptiering (V8 >= 13): the address of the table's entries in the process, else 0 */
 	__u32 dispatch_entry_shift;	/* entry = dispatch_table + (handle >> dispatch_handle_shift << dispatch_entry_shift) */
 	__u32 dispatch_handle_shift;
-	__u32 dispatch_entry_code;	/* the entry's code pointer: its offset in the entry */
-	__u32 pad;
+	__u32 dispatch_entry_code;	/* the entry's code word: its offset in the entry */
+	__u32 dispatch_code_shift;	/* code = word >> dispatch_code_shift | heap_object_tag (JSDispatchEntry's
+					 * kObjectPointerShift, 16 on 64-bit: the low bits hold the parameter
+					 * count and the marking bit) */
 };
 
 /* one frame of a user stack, innermost first */

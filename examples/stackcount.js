@@ -9,12 +9,14 @@
 //   node examples/stackcount.js -t syscalls:sys_enter_openat
 //   node examples/stackcount.js --profile --svg node.svg
 //
-// Names of JavaScript functions come from the perf map of a Node.js run
-// with --perf-basic-prof (the built-in workload is, and with
-// --interpreted-frames-native-stack) or, with --perf-prof, from its jitdump
-// (jit-PID.dump, with the functions V8 inlined: lib/frames/jitdump.js). Node 24
-// and 26 inline hot functions into their callers in Maglev code, which
-// neither names: run node with --no-maglev-inlining too.
+// Names of JavaScript functions come from V8's own data: the kernel walks
+// the stacks of the node process traced (-p PID, or the node processes
+// running at the start without one) and records what identifies each JS
+// frame, which is named from the process's memory at the end
+// (lib/frames/v8.js; no node flags). Where that fails (not a node, an
+// unknown V8), from the perf map of a Node.js run with --perf-basic-prof
+// or, with --perf-prof, from its jitdump (jit-PID.dump, with the functions
+// V8 inlined: lib/frames/jitdump.js).
 const fs = require('fs');
 const path = require('path');
 const bpf = require('..');
@@ -30,6 +32,7 @@ const { run } = require('../lib/tools/run');
 const { objectPath } = require('../lib/core/objects');
 const { perfMapPath } = require('../lib/host/procfs');
 const { CgroupNames, configureCgroup, containerLabel } = require('../lib/host/cgroup');
+const { kernelPid } = require('../lib/host/pidns');
 
 // a count of rows: at most 100000
 const positiveInteger = integer(1, 100_000);
@@ -77,10 +80,16 @@ async function main() {
       attached = probes.attach(obj, list, { tracepoint: 'handle_tracepoint', uprobe: 'handle_uprobe', pid: target.pid });
       for (const { probe, error } of attached.failed) console.error(`stackcount: not counting ${escapeText(probe.label)}: ${escapeText(error.message)}`);
     }
+    const symbolizer = new stacks.StackSymbolizer(bpf);
+    // the node processes whose JS frames the kernel walks (bpf/v8.bpf.h): the target, else those running now
+    const v8Error = target.pid !== undefined ? symbolizer.v8.watch(obj, target.pid, target.kernelPid) : watchNodes(obj, symbolizer);
     // every CPU, filtered in the kernel: a perf event for a pid samples only its main thread
     if (profile) obj.attachPerfEvent('handle_sample', { event: 'cpu-clock', frequency: opts.frequency ?? 99 });
-    const symbolizer = new stacks.StackSymbolizer(bpf);
-    if (target.pid !== undefined && isNode(target.pid)) warnJit(target.pid, symbolizer);
+    if (target.pid !== undefined && isNode(target.pid) && (v8Error || !symbolizer.v8.names)) {
+      if (v8Error) console.error(`stackcount: JavaScript frames not named from V8's data: ${escapeText(v8Error.message)}`);
+      // (walked but not named: the perf map's names win, as before)
+      warnJit(target.pid, symbolizer);
+    }
     console.error(`Counting stacks of ${what}`);
     const clock = new ReportClock();
     // user frames are named from the process's mappings: name them every second while it
@@ -102,6 +111,8 @@ async function main() {
     const jitDump = target.pid !== undefined && symbolizer.jit.get(target.pid)?.dump;
     if (jitDump?.truncated) console.error(`stackcount: ${escapeText(jitDump.file)}: only its first ${jitdump.MAX_BYTES >> 20} MiB read: code compiled later is named from the perf map alone`);
     if (jitDump?.malformed) console.error(`stackcount: ${escapeText(jitDump.file)}: read up to a malformed record (${jitDump.malformed})`);
+    const v8Dropped = Number(obj.getGlobalVariable('v8_dropped'));
+    if (v8Dropped) console.error(`stackcount: the JS frames of ${v8Dropped} walked stacks were not kept (their table was full): those are named from the perf map, if any; a shorter --duration keeps them all`);
     const folded = stacks.foldStacks(counted);
     if (opts.svg) {
       fs.writeFileSync(opts.svg, bpf.flameGraph(folded, { title: `stackcount: ${what}, ${target.pid === undefined ? target.what : `pid ${target.pid}`}`, countName: profile ? 'samples' : 'events' }));
@@ -125,6 +136,28 @@ async function main() {
     if (attached?.perfEvents > 10) console.error(`Detaching ${attached.perfEvents} probes (the kernel takes ~0.1 s for each)...`);
     obj?.close();
   }
+}
+
+/** Most node processes whose JS frames a system-wide stackcount walks (bpf/v8.bpf.h's v8_layouts holds 1024). */
+const MAX_NODES = 64;
+
+/**
+ * Walks the JS frames of the node processes running now (system-wide:
+ * those started later are named from their perf map, if any). Returns
+ * null (an error per process is not one of the tool's).
+ */
+function watchNodes(obj, symbolizer) {
+  let watched = 0;
+  for (const name of fs.readdirSync('/proc')) {
+    if (watched >= MAX_NODES) break;
+    if (!/^\d+$/.test(name) || Number(name) === process.pid || !isNode(Number(name))) continue;
+    try {
+      if (!symbolizer.v8.watch(obj, Number(name), kernelPid(Number(name)))) watched++;
+    } catch {
+      // gone
+    }
+  }
+  return null;
 }
 
 /** Whether process `pid` runs node (its executable's name; Node 24 and 26 name the main thread MainThread). */

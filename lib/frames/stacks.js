@@ -3,7 +3,9 @@
  * Stacks counted in the kernel (stack ids from a BPF_MAP_TYPE_STACK_TRACE
  * map, counted in a hash map), turned into names: kernel frames from
  * /proc/kallsyms, user frames from the process's ELF files and, for
- * JavaScript, from the perf map that `node --perf-basic-prof` writes; then
+ * JavaScript, from V8's own data where the kernel walked the stack
+ * (lib/frames/v8.js: no node flags), else from the perf map that
+ * `node --perf-basic-prof` writes; then
  * folded (`comm;outer;...;inner count`, what flame graphs take) or printed
  * as bcc's stackcount prints them.
  *
@@ -17,6 +19,7 @@ const native = require('../core/native');
 const { escapeText } = require('../core/format');
 const { perfMapPath } = require('../host/procfs');
 const jitdump = require('./jitdump');
+const { V8Frames } = require('./v8');
 
 const EFAULT = 14; // bpf_get_stackid: no stack of that kind (a kernel thread's user stack, a user-mode sample's kernel stack)
 
@@ -34,6 +37,8 @@ class StackSymbolizer {
     this.symbolizer = new bpf.Symbolizer();
     this.cache = new Map(); // 'k' or pid -> Map(address -> [name, innermost first])
     this.jit = new Map(); // pid -> { dump: JitDump | null, maglevInlining, error }
+    // JS frames walked in the kernel and named from V8's own data (lib/frames/v8.js): they win over the perf map
+    this.v8 = new V8Frames(bpf);
   }
 
   /** The names of kernel addresses (innermost first, as given). */
@@ -162,12 +167,18 @@ function withoutParameters(name) {
  * innermost frame first. `lost`: a stack the kernel could not keep (its
  * map was full, or a hash collision). `del`: empty the counts as they are
  * read (for interval reports). `cgroup`: the key's cgroup id, where it
- * has one (not 0: bpf/filter.bpf.h's per_container).
+ * has one (not 0: bpf/filter.bpf.h's per_container). `v8`: the stack's JS
+ * frames as the kernel walked them (the key's v8_stack in the object's
+ * v8_stacks map, bpf/v8.bpf.h; lib/frames/v8.js), where it has them;
+ * `options.v8` gives the walked stacks already read.
  */
-function readStacks(obj, { counts = 'counts', stacks = 'stacks', del = false } = {}) {
-  const countMap = obj.getMap(counts, { int64: 'number' });
+function readStacks(obj, { counts = 'counts', stacks = 'stacks', del = false, v8 = undefined } = {}) {
+  // 64-bit fields as BigInt: the key's v8_stack is a hash (counts and cgroup ids are numbers below)
+  const countMap = obj.getMap(counts);
   const stackMap = obj.getMap(stacks);
   const entries = del ? countMap.lookupAndDeleteBatch() : countMap.getBatch();
+  // the JS frames the kernel walked (bpf/v8.bpf.h), where the object walks them
+  const walked = v8 ?? (hasMap(obj, 'v8_stacks') ? new V8Frames().readStacks(obj) : new Map());
   const cache = new Map();
   const stack = (id) => {
     if (id < 0) return [];
@@ -178,12 +189,53 @@ function readStacks(obj, { counts = 'counts', stacks = 'stacks', del = false } =
   return entries.map(([key, count]) => ({
     pid: key.pid,
     comm: key.comm,
-    count,
+    count: Number(count),
     kernel: stack(key.kernel_stack),
     user: stack(key.user_stack),
     lost: lost(key.kernel_stack) || lost(key.user_stack),
-    ...(key.cgroup && { cgroup: key.cgroup }),
+    ...(key.cgroup && { cgroup: Number(key.cgroup) }),
+    ...(key.v8_stack && walked.has(key.v8_stack) && { v8: walked.get(key.v8_stack) }),
   }));
+}
+
+/** Whether `obj` has a map named `name`. */
+function hasMap(obj, name) {
+  try {
+    obj.getMap(name);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The user frames of each of `entries` (readStacks'), innermost first, as
+ * flat lists of names: a JS frame the kernel walked named from V8's data
+ * (its inlined functions first), else the symbolizer's name of its address.
+ */
+function userNames(entries, symbolizer) {
+  const out = new Map(); // entry -> [name]
+  const byPid = new Map(); // pid -> [[entry, aligned]]
+  for (const e of entries) {
+    if (e.lost) out.set(e, ['[lost stack]']);
+    else if (e.v8 && symbolizer.v8) byPid.set(e.pid, [...(byPid.get(e.pid) ?? []), [e, symbolizer.v8.align(e.user, e.v8)]]);
+  }
+  for (const [pid, list] of byPid) {
+    const named = symbolizer.v8.namesOf(pid, list.flatMap(([, aligned]) => aligned));
+    let at = 0;
+    for (const [e, aligned] of list) {
+      const js = named.slice(at, at + aligned.length);
+      at += aligned.length;
+      const native = symbolizer.userFrames ? symbolizer.userFrames(e.pid, e.user) : symbolizer.user(e.pid, e.user).map((n) => [n]);
+      // a frame V8's data could not name loses to the perf map's name, and wins over none
+      const useJs = (i) => js[i] && (js[i][0].kind !== 'unnamed' || native[i].every((n) => n === '[unknown]'));
+      out.set(e, e.user.flatMap((_, i) => (useJs(i) ? js[i].map((f) => f.label) : native[i])));
+    }
+  }
+  for (const e of entries) {
+    if (!out.has(e)) out.set(e, symbolizer.frames ? symbolizer.frames(e.pid, e.user) : symbolizer.user(e.pid, e.user));
+  }
+  return out;
 }
 
 /**
@@ -197,12 +249,13 @@ function symbolize(entries, symbolizer) {
   for (const e of entries) byPid.set(e.pid, [...(byPid.get(e.pid) ?? []), ...e.user]);
   for (const [pid, addresses] of byPid) symbolizer.prefetch(pid, addresses);
   const merged = new Map();
+  const users = userNames(entries, symbolizer);
   for (const e of entries) {
     const stack = {
       pid: e.pid,
       comm: e.comm,
       kernel: symbolizer.kernel(e.kernel),
-      user: e.lost ? ['[lost stack]'] : symbolizer.frames ? symbolizer.frames(e.pid, e.user) : symbolizer.user(e.pid, e.user),
+      user: users.get(e),
       ...(e.cgroup && { cgroup: e.cgroup }),
     };
     const key = JSON.stringify([stack.pid, stack.comm, stack.cgroup, stack.kernel, stack.user]);

@@ -11,7 +11,8 @@
  * node-libbpf, ...); off-CPU ones `off_cpu_state` (`blocked`: it slept;
  * `preempted`: runnable, waiting for a CPU). Locations carry their mapping (the ELF file, `[jit]`,
  * `[kernel]`) and a line per function; JavaScript functions have the file
- * and line of the perf map's `file:line:column`.
+ * and line V8's data gives (lib/frames/v8.js), or the perf map's
+ * `file:line:column`.
  */
 const zlib = require('node:zlib');
 
@@ -76,7 +77,8 @@ function toProfile(window, kind) {
   };
   const locationOf = (f) => {
     // one location per address (and per name: a lost stack or a note has no address)
-    const key = `${f.kind}:${f.address ?? ''}:${f.name}`;
+    // (and per line: interpreted JS frames share the interpreter's address)
+    const key = `${f.kind}:${f.address ?? ''}:${f.name}:${f.file ?? ''}:${f.line ?? ''}:${(f.inlined ?? []).map((i) => `${i.name}@${i.line}`).join(',')}`;
     if (!locations.has(key)) {
       locations.set(
         key,

@@ -19,11 +19,15 @@
  * window at a time: a second collect() while one runs is ERR_BPF_BUSY (the
  * handler's 409).
  *
- * JavaScript names come from the perf map node writes when started with
+ * JavaScript frames are named from V8's own data, no node flags needed: the
+ * programs walk the stack's JS frames in the kernel (bpf/v8.bpf.h) and
+ * lib/frames/v8.js names them (function, file, line; inlined functions)
+ * from this process's memory at the window's end. Where that fails (an
+ * unknown V8), from the perf map node writes when started with
  * --perf-basic-prof (or --perf-basic-prof-only-functions with
- * --interpreted-frames-native-stack); it cannot be turned on at run time.
- * Without one, JIT frames are named `[JIT code: run node with
- * --perf-basic-prof]` and the profile says so in a comment.
+ * --interpreted-frames-native-stack); without either, JIT frames are named
+ * `[JIT code: run node with --perf-basic-prof]` and the profile says so
+ * in a comment.
  */
 const fs = require('node:fs');
 const native = require('../core/native');
@@ -200,10 +204,10 @@ function checkOptions(options) {
   if (options !== undefined && (options === null || typeof options !== 'object')) {
     throw codedError('ERR_INVALID_ARG_TYPE', `profile(options): options must be an object, got ${options}`);
   }
-  const known = ['frequency', 'offCpu', 'minOffCpu', 'idle', 'maxSeconds'];
+  const known = ['frequency', 'offCpu', 'minOffCpu', 'idle', 'maxSeconds', 'v8'];
   const unknown = Object.keys(options ?? {}).filter((k) => !known.includes(k));
   if (unknown.length) throw codedError('ERR_BPF_UNKNOWN_NAME', `profile(): no option named ${unknown.join(', ')}; the options are ${known.join(', ')}`);
-  const o = { frequency: DEFAULT_FREQUENCY, offCpu: true, minOffCpu: 0.001, idle: false, maxSeconds: DEFAULT_MAX_SECONDS, ...options };
+  const o = { frequency: DEFAULT_FREQUENCY, offCpu: true, minOffCpu: 0.001, idle: false, maxSeconds: DEFAULT_MAX_SECONDS, v8: true, ...options };
   if (typeof o.frequency !== 'number' || !Number.isInteger(o.frequency) || o.frequency < 1 || o.frequency > MAX_FREQUENCY) {
     throw codedError('ERR_BPF_INVALID_VALUE', `profile(): frequency is samples per second per CPU, an integer from 1 to ${MAX_FREQUENCY} (default ${DEFAULT_FREQUENCY}), got ${o.frequency}`);
   }
@@ -213,7 +217,7 @@ function checkOptions(options) {
   if (typeof o.maxSeconds !== 'number' || !(o.maxSeconds > 0 && o.maxSeconds <= 86400)) {
     throw codedError('ERR_BPF_INVALID_VALUE', `profile(): maxSeconds is the longest window, in seconds (at most 86400, default ${DEFAULT_MAX_SECONDS}), got ${o.maxSeconds}`);
   }
-  for (const k of ['offCpu', 'idle']) if (typeof o[k] !== 'boolean') throw codedError('ERR_INVALID_ARG_TYPE', `profile(): ${k} is true or false, got ${o[k]}`);
+  for (const k of ['offCpu', 'idle', 'v8']) if (typeof o[k] !== 'boolean') throw codedError('ERR_INVALID_ARG_TYPE', `profile(): ${k} is true or false, got ${o[k]}`);
   return o;
 }
 
@@ -278,6 +282,7 @@ class Profiler {
   #abort = null; // ends the running window early
   #pushes = new Set();
   #ownSymbols = null; // path -> symbols, when blazesym cannot read this process's map_files
+  #v8Error = null; // why JS frames are not walked (lib/frames/v8.js), or null
 
   /** Not for users: `bpf.profile(options)` makes one. */
   constructor(options) {
@@ -297,6 +302,14 @@ class Profiler {
     }
     this.#obj = obj;
     this.#symbolizer = new stacks.StackSymbolizer(native);
+    // this process's V8 layout: the programs walk its JS frames (bpf/v8.bpf.h); v8: false leaves them to the perf map
+    try {
+      if (this.#options.v8) this.#v8Error = this.#symbolizer.v8.watch(obj, process.pid, this.#ids.tgid);
+      else this.#v8Error = codedError('ERR_V8_OFF', 'profile({ v8: false })');
+    } catch (err) {
+      obj.close();
+      throw err;
+    }
     forgotten.register(this, obj, this);
   }
 
@@ -341,7 +354,7 @@ class Profiler {
     let startNs;
     let startHr;
     try {
-      for (const map of ['counts', 'offcpu', 'stacks', 'chains']) obj.getMap(map).clear();
+      for (const map of ['counts', 'offcpu', 'stacks', 'chains', 'v8_stacks']) obj.getMap(map).clear();
       const periodNs = Math.round(1e9 / this.#options.frequency);
       startNs = BigInt(Date.now()) * 1000000n;
       startHr = process.hrtime.bigint();
@@ -378,7 +391,8 @@ class Profiler {
   #read({ startNs, durationNs, periodNs, perfMapEndsAt }) {
     const obj = this.#obj;
     const stackMap = obj.getMap('stacks');
-    const cpuRows = obj.getMap('counts', { int64: 'number' }).getBatch();
+    const cpuRows = obj.getMap('counts').getBatch();
+    const walked = this.#symbolizer.v8.readStacks(obj);
     const offRows = obj.getMap('offcpu').getBatch();
     const chainMap = obj.getMap('chains');
     const dropped = { samples: Number(obj.getGlobalVariable('dropped_samples')), offCpu: Number(obj.getGlobalVariable('dropped_offcpu')) };
@@ -389,7 +403,7 @@ class Profiler {
       return cache.get(id);
     };
     // each row's stacks (user, kernel) are added below
-    const rows = /** @type {{ k: any, count: number, ns?: number, kind: 'cpu' | 'offCpu', user?: bigint[], kernel?: bigint[] }[]} */ ([...cpuRows.map(([k, v]) => ({ k, count: v, kind: 'cpu' })), ...offRows.map(([k, v]) => ({ k, count: Number(v.count), ns: Number(v.total_ns), kind: 'offCpu' }))]);
+    const rows = /** @type {{ k: any, count: number, ns?: number, kind: 'cpu' | 'offCpu', user?: bigint[], kernel?: bigint[], js?: any[], walked?: any[] }[]} */ ([...cpuRows.map(([k, v]) => ({ k, count: Number(v), kind: 'cpu' })), ...offRows.map(([k, v]) => ({ k, count: Number(v.count), ns: Number(v.total_ns), kind: 'offCpu' }))]);
     const userAddrs = new Set();
     const kernelAddrs = new Set();
     for (const r of rows) {
@@ -400,6 +414,15 @@ class Profiler {
       if (chain && chain.length > r.user.length) r.user = [...r.user.slice(0, 1), ...chain];
       for (const a of r.user) userAddrs.add(a);
       for (const a of r.kernel) kernelAddrs.add(a);
+    }
+    // JS frames walked in the kernel, named from V8's data (one call for the window): they win over the perf map
+    const aligned = rows.map((r) => this.#symbolizer.v8.align(r.user, walked.get(r.k.v8_stack)));
+    const jsNames = this.#symbolizer.v8.namesOf(process.pid, aligned.flat());
+    let at = 0;
+    for (const [i, r] of rows.entries()) {
+      r.js = jsNames.slice(at, at + aligned[i].length);
+      r.walked = aligned[i];
+      at += aligned[i].length;
     }
     // JIT code moves and the perf map grows: user names are looked up afresh every window
     this.#symbolizer.cache.delete(process.pid);
@@ -448,6 +471,17 @@ class Profiler {
       frames.set(key, frame);
       return frame;
     };
+    // a JS frame named from V8's data: one per function and place (interpreted frames share their pc, the interpreter's)
+    const v8Frame = (a, names, walkedFrame) => {
+      const physical = names[names.length - 1];
+      const key = `v${a}:${walkedFrame.sfi}:${walkedFrame.code}:${walkedFrame.slot}`;
+      if (frames.has(key)) return frames.get(key);
+      const js = (g) => ({ name: g.name, kind: 'js', tier: g.kind, label: g.label, ...(g.file && { file: g.file, line: g.line ?? 0, column: g.column ?? 0 }) });
+      const frame = /** @type {any} */ ({ ...js(physical), address: Number(a), mapping: mappingAt(maps, Number(a)) });
+      if (names.length > 1) frame.inlined = names.slice(0, -1).map(js);
+      frames.set(key, frame);
+      return frame;
+    };
     const kernelFrame = (a) => {
       const key = `k${a}`;
       if (!frames.has(key)) {
@@ -461,7 +495,14 @@ class Profiler {
     const out = { cpu: [], offCpu: [] };
     for (const r of rows) {
       const lost = (id) => id < 0 && id !== -EFAULT;
-      const userFrames = lost(r.k.user_stack) ? [LOST] : r.user.map(userFrame);
+      // a frame V8's data could not name loses to the perf map's name, and wins over none
+      const named = (a, i) => {
+        if (!r.js[i]) return userFrame(a);
+        if (r.js[i][0].kind !== 'unnamed') return v8Frame(a, r.js[i], r.walked[i]);
+        const f = userFrame(a);
+        return f.kind === 'js' ? f : v8Frame(a, r.js[i], r.walked[i]);
+      };
+      const userFrames = lost(r.k.user_stack) ? [LOST] : r.user.map(named);
       // (off CPU: without the tracing frames the stack was taken in: __traceiter_sched_switch, bpf_trace_run4, the program)
       const kernel = r.kind === 'offCpu' ? r.kernel.slice(Math.max(0, r.kernel.findIndex((a) => !TRACING_FRAME.test(kernelNames.get(a) ?? '')))) : r.kernel;
       const kernelFrames = lost(r.k.kernel_stack) ? [LOST] : kernel.map(kernelFrame);
@@ -475,13 +516,17 @@ class Profiler {
         frames: [...kernelFrames, ...userFrames],
       });
     }
-    for (const map of ['counts', 'offcpu', 'stacks', 'chains']) obj.getMap(map).clear();
+    for (const map of ['counts', 'offcpu', 'stacks', 'chains', 'v8_stacks']) obj.getMap(map).clear();
     obj.setGlobalVariable('dropped_samples', 0n);
+    const v8Dropped = Number(obj.getGlobalVariable('v8_dropped'));
+    obj.setGlobalVariable('v8_dropped', 0n);
     obj.setGlobalVariable('dropped_offcpu', 0n);
     const notes = [
       `node-libbpf profile of pid ${process.pid} (${process.title}, node ${process.version}): cpu-clock at ${this.#options.frequency} Hz on every CPU; off-CPU: the main thread, intervals of ${this.#options.minOffCpu * 1000} ms or more${this.#options.idle ? '' : ', idle epoll waits left out'}`,
     ];
-    if (!perfMap) notes.push(`no perf map (/tmp/perf-${process.pid}.map): JavaScript frames are unnamed; run node with --perf-basic-prof (or --perf-basic-prof-only-functions --interpreted-frames-native-stack)`);
+    if (this.#v8Error) notes.push(`JavaScript frames are not named from V8's data: ${this.#v8Error.message}`);
+    if (!perfMap && (this.#v8Error || !this.#symbolizer.v8.names)) notes.push(`no perf map (/tmp/perf-${process.pid}.map): JavaScript frames are unnamed; run node with --perf-basic-prof (or --perf-basic-prof-only-functions --interpreted-frames-native-stack)`);
+    if (v8Dropped) notes.push(`${v8Dropped} stacks' JavaScript frames not kept, their table was full: named from the perf map, if any`);
     if (dropped.samples || dropped.offCpu) notes.push(`not counted, their table was full: ${dropped.samples} CPU samples, ${dropped.offCpu} off-CPU intervals`);
     return { startNs, durationNs, periodNs, frequency: this.#options.frequency, perfMap, dropped, notes, ...out };
   }

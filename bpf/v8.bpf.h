@@ -1,0 +1,292 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The V8 frame walk (issue 27): JavaScript frames of a node started with
+ * no flags. A bounded frame-pointer walk of the user stack (V8 keeps frame
+ * pointers in all its code) that records, per frame, what identifies a JS
+ * function in the process's memory (bpf/v8.h struct v8_frame): the
+ * JSFunction's SharedFunctionInfo, its code at the sample (JSFunction::code,
+ * or on leaptiering V8s the code of its dispatch-table entry) and the raw
+ * bytecode-offset slot; a typed frame (stub, builtin exit, entry) records
+ * its marker. User space (src/v8/) names them from the process's memory;
+ * the walk records raw facts only.
+ *
+ * The process's V8 layout (struct v8_layout) comes from v8_layouts, keyed
+ * by the kernel's tgid, which user space fills; no entry (or version 0):
+ * no walk. A walked stack with at least one JS frame is kept in v8_stacks,
+ * keyed by a hash of its frames (the same stack twice is kept once); the
+ * key goes into the caller's counting key (0: not walked).
+ *
+ * Bounds: V8_MAX_FRAMES frames, one read of a frame's slots (fp - 64 ..
+ * fp + 16) and at most six more for a JS frame; a frame pointer must grow
+ * by less than V8_FRAME_SPAN per frame. Bounded for-loops with constant
+ * bounds, no bpf_loop: 5.10's verifier takes it.
+ *
+ * Include after vmlinux.h, bpf_helpers.h, bpf_tracing.h and compat.bpf.h.
+ */
+#ifndef __V8_BPF_H
+#define __V8_BPF_H
+
+#include "v8.h"
+
+#define V8_LAYOUTS_MAX 1024
+#define V8_STACKS_MAX 4096
+/* the frame's slots read at once: V8_WINDOW_BELOW bytes below fp, then the saved fp and the return address */
+#define V8_WINDOW_BELOW 64
+#define V8_WINDOW_WORDS (V8_WINDOW_BELOW / 8 + 2)
+/* the window's array: a power of two, so that an index masked with V8_WINDOW_MASK is in it */
+#define V8_WINDOW_MASK 15
+/* the most a frame pointer moves from one frame to the next (a frame's size) */
+#define V8_FRAME_SPAN 0x100000
+/* the highest typed-frame marker: StackFrame::Type << 1, a few dozen types */
+#define V8_MARKER_MAX 0x100
+/* `x & mask`, the mask kept: clang drops a mask it can prove idle, and may keep a bounds check apart from the use the verifier checks */
+#define V8_MASKED(x, mask) ({ asm volatile("" : "+r"(x)); (x) & (mask); })
+/* a user-space address on x86_64 and arm64 (kernel addresses have the top bit set) */
+#define V8_USER_ADDR(a) ((a) > 0x1000 && (a) < (1ULL << 56))
+
+/* the layout of each traced node process, by the kernel's tgid (user space fills it) */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, V8_LAYOUTS_MAX);
+	__type(key, __u32);
+	__type(value, struct v8_layout);
+} v8_layouts SEC(".maps");
+
+/* walked stacks, by a hash of their frames (the key in the counting keys' v8_stack) */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, V8_STACKS_MAX);
+	__type(key, __u64);
+	__type(value, struct v8_stack);
+} v8_stacks SEC(".maps");
+
+/* stacks walked, not kept: v8_stacks was full */
+__u64 v8_dropped = 0;
+
+/* the walk's state (per CPU): the stack so far, where it is, the slots of the frame being read */
+struct v8_scratch {
+	struct v8_stack stack;
+	__u64 pc;		/* the frame's pc */
+	__u64 fp;		/* its frame pointer */
+	__u64 hash;		/* of the frames so far */
+	__u32 js;		/* JS frames so far */
+	__u32 pad;
+	struct v8_layout layout;	/* the process's, copied once per walk (a per-CPU array lookup per frame, not a hash one) */
+	__u64 window[V8_WINDOW_MASK + 1];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct v8_scratch);
+} v8_scratch SEC(".maps");
+
+/* a tagged heap-object pointer's address, or 0 if `tagged` is not one */
+static __always_inline __u64 v8_object(const struct v8_layout *l, __u64 tagged)
+{
+	if ((tagged & l->heap_object_tag_mask) != l->heap_object_tag || !V8_USER_ADDR(tagged))
+		return 0;
+	return tagged - l->heap_object_tag;
+}
+
+/* the word at `addr`, or 0 */
+static __always_inline __u64 v8_read_u64(__u64 addr)
+{
+	__u64 v = 0;
+
+	if (bpf_probe_read_user(&v, sizeof(v), (void *)addr))
+		return 0;
+	return v;
+}
+
+/* the window index of frame slot `off` (bytes from fp), or V8_WINDOW_WORDS if outside it */
+static __always_inline __u32 v8_slot_index(__s32 off)
+{
+	if (off < -V8_WINDOW_BELOW || off >= 16 || (off & 7))
+		return V8_WINDOW_WORDS;
+	return (__u32)(off + V8_WINDOW_BELOW) / 8;
+}
+
+/*
+ * A JS frame's function: if `slot` (the frame's function slot) is a
+ * JSFunction (its map's instance type in js_function_first..last), fills
+ * sfi and code and returns true.
+ */
+static __always_inline bool v8_function(const struct v8_layout *l, __u64 slot, struct v8_frame *f)
+{
+	__u64 fn = v8_object(l, slot), map, code = 0, entry;
+	__u32 handle;
+	__u16 type;
+
+	if (!fn)
+		return false;
+	map = v8_object(l, v8_read_u64(fn + l->object_map));
+	if (!map || bpf_probe_read_user(&type, sizeof(type), (void *)(map + l->map_instance_type)))
+		return false;
+	if (type < l->js_function_first || type > l->js_function_last)
+		return false;
+	f->sfi = v8_read_u64(fn + l->function_shared);
+	/* a JSFunction's shared is a heap object: else this was not one (a C++ frame's word that looked like it) */
+	if (!v8_object(l, f->sfi)) {
+		f->sfi = 0;
+		return false;
+	}
+	if (!l->function_code) {
+		/* 0 is the map's offset: the layout has no code offset */
+	} else if (l->dispatch_table) {
+		/* leaptiering: a dispatch handle, its table entry holds the code (shifted, with a marking bit) */
+		if (!bpf_probe_read_user(&handle, sizeof(handle), (void *)(fn + l->function_code))) {
+			entry = l->dispatch_table + ((__u64)(handle >> (l->dispatch_handle_shift & 31)) << (l->dispatch_entry_shift & 31));
+			code = v8_read_u64(entry + l->dispatch_entry_code);
+			code = code ? (code >> (l->dispatch_code_shift & 63)) | l->heap_object_tag : 0;
+		}
+	} else {
+		code = v8_read_u64(fn + l->function_code);
+	}
+	f->code = v8_object(l, code) ? code : 0;
+	return true;
+}
+
+/* what v8_walk_frame says */
+#define V8_FRAME_NEXT 0		/* recorded; the chain goes on */
+#define V8_FRAME_LAST 1		/* recorded; the chain ends here */
+#define V8_FRAME_NONE 2		/* not recorded (its slots could not be read) */
+
+/*
+ * Frame `i` of the walk (the layout in the scratch): reads the slots of the frame at
+ * the scratch's fp, records struct v8_frame i (pc: the scratch's pc), adds
+ * it to the hash, and moves the scratch's pc and fp to the caller's frame.
+ * A global function: the verifier checks it once, not once per frame and
+ * path of the walk (which 5.10's complexity limit would not take).
+ */
+__attribute__((noinline)) int v8_walk_frame(__u32 i)
+{
+	__u32 zero = 0, ictx, ifn, ibc;
+	struct v8_scratch *s = bpf_map_lookup_elem(&v8_scratch, &zero);
+	__u64 marker, next, ret, fp, hash;
+	struct v8_layout *l;
+	struct v8_frame *f;
+
+	if (!s || i >= V8_MAX_FRAMES)
+		return V8_FRAME_NONE;
+	l = &s->layout;
+	ictx = v8_slot_index(l->fp_context);
+	ifn = v8_slot_index(l->fp_function);
+	ibc = v8_slot_index(l->fp_bytecode_offset);
+	fp = s->fp;
+	if (bpf_probe_read_user(s->window, V8_WINDOW_WORDS * 8, (void *)(fp - V8_WINDOW_BELOW)))
+		return V8_FRAME_NONE;
+	f = &s->stack.frames[V8_MASKED(i, V8_MAX_FRAMES - 1)];
+	f->pc = s->pc;
+	f->sfi = 0;
+	f->code = 0;
+	f->slot = 0;
+	marker = s->window[V8_MASKED(ictx, V8_WINDOW_MASK)];
+	if (ictx >= V8_WINDOW_WORDS || ifn >= V8_WINDOW_WORDS || ibc >= V8_WINDOW_WORDS) {
+		/* a layout the window does not hold: the frame's pc only */
+	} else if (marker && marker < V8_MARKER_MAX && !(marker & l->smi_tag_mask)) {
+		/* a typed frame (stub, builtin exit, entry...): its marker in the context slot */
+		f->slot = marker;
+	} else if (v8_function(l, s->window[V8_MASKED(ifn, V8_WINDOW_MASK)], f)) {
+		f->slot = s->window[V8_MASKED(ibc, V8_WINDOW_MASK)];
+		s->js++;
+	}
+	hash = s->hash;
+	hash = (hash ^ f->pc) * 1099511628211ULL;
+	hash = (hash ^ f->sfi) * 1099511628211ULL;
+	hash = (hash ^ f->code) * 1099511628211ULL;
+	hash = (hash ^ f->slot) * 1099511628211ULL;
+	s->hash = hash;
+	next = s->window[V8_WINDOW_WORDS - 2];
+	ret = s->window[V8_WINDOW_WORDS - 1];
+	if (next <= fp || next - fp >= V8_FRAME_SPAN || !V8_USER_ADDR(ret))
+		return V8_FRAME_LAST;
+	s->fp = next;
+	s->pc = ret;
+	return V8_FRAME_NEXT;
+}
+
+/*
+ * Walks the user stack of process `tgid` from its registers (pc, fp, sp):
+ * the key of the walked stack in v8_stacks, or 0 (no layout for the
+ * process, no JS frame found, the table full).
+ */
+static __always_inline __u64 v8_walk(__u32 tgid, __u64 pc, __u64 fp, __u64 sp)
+{
+	struct v8_layout *l = bpf_map_lookup_elem(&v8_layouts, &tgid);
+	__u32 zero = 0, depth = 0;
+	struct v8_scratch *s;
+	__u64 hash;
+	int i, r;
+
+	if (!l || !l->version)
+		return 0;
+	if (!V8_USER_ADDR(pc) || fp < sp || fp - sp >= V8_FRAME_SPAN * 8)
+		return 0;
+	s = bpf_map_lookup_elem(&v8_scratch, &zero);
+	if (!s)
+		return 0;
+	s->layout = *l;
+	s->pc = pc;
+	s->fp = fp;
+	s->hash = 14695981039346656037ULL;
+	s->js = 0;
+	s->stack.flags = 0;
+	for (i = 0; i < V8_MAX_FRAMES; i++) {
+		r = v8_walk_frame(i);
+		if (r == V8_FRAME_NONE)
+			break;
+		depth = i + 1;
+		if (r == V8_FRAME_LAST)
+			break;
+		if (i == V8_MAX_FRAMES - 1)
+			s->stack.flags |= V8_STACK_TRUNCATED;
+	}
+	if (!s->js)
+		return 0;
+	s->stack.depth = depth;
+	hash = s->hash ^ depth;
+	if (!hash)
+		hash = 1;
+	if (!bpf_map_lookup_elem(&v8_stacks, &hash) && bpf_map_update_elem(&v8_stacks, &hash, &s->stack, BPF_NOEXIST) &&
+	    !bpf_map_lookup_elem(&v8_stacks, &hash)) {
+		__sync_fetch_and_add(&v8_dropped, 1);
+		return 0;
+	}
+	return hash;
+}
+
+/* the walk from user registers saved in kernel memory (a task's pt_regs) */
+static __always_inline __u64 v8_walk_kregs(__u32 tgid, struct pt_regs *regs)
+{
+	if (!regs)
+		return 0;
+	return v8_walk(tgid, PT_REGS_IP_CORE(regs), PT_REGS_FP_CORE(regs), PT_REGS_SP_CORE(regs));
+}
+
+/* the walk of `task` (a BTF pointer: tp_btf's arguments) from the user registers it entered the kernel with */
+static __always_inline __u64 v8_walk_task(__u32 tgid, struct task_struct *task)
+{
+	return v8_walk_kregs(tgid, task_user_regs(task));
+}
+
+/* the walk of the current task from the user registers it entered the kernel with (tracepoints, or a sample in the kernel) */
+static __always_inline __u64 v8_walk_current(__u32 tgid)
+{
+	if (!bpf_map_lookup_elem(&v8_layouts, &tgid))
+		return 0;
+	return v8_walk_kregs(tgid, current_user_regs());
+}
+
+/* the walk from a perf event sample's registers: its own if it interrupted user space, else the task's user registers */
+static __always_inline __u64 v8_walk_sample(__u32 tgid, struct bpf_perf_event_data *ctx)
+{
+	__u64 pc = PT_REGS_IP(&ctx->regs);
+
+	if (V8_USER_ADDR(pc))
+		return v8_walk(tgid, pc, PT_REGS_FP(&ctx->regs), PT_REGS_SP(&ctx->regs));
+	return v8_walk_current(tgid);
+}
+
+#endif /* __V8_BPF_H */

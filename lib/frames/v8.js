@@ -1,0 +1,315 @@
+'use strict';
+/**
+ * JavaScript frames named from V8's own data (issue 27), for the programs
+ * that walk a node process's stack in the kernel (bpf/v8.bpf.h: profile,
+ * stackcount): no node flags needed.
+ *
+ *   const v8 = new V8Frames();
+ *   v8.watch(obj, pid);                      // fills v8_layouts: the walk runs for pid
+ *   const walked = v8.readStacks(obj);        // key -> { depth, flags, frames }
+ *   v8.align(addresses, walked.get(key));     // the walked frame of each user address
+ *   v8.frameNames(pid, frame);                // [{ name, file, line, column, kind, inlined }]
+ *
+ * The layout of a process (what the walk needs: struct v8_layout, bpf/v8.h)
+ * and the naming of the frames it records come from the addon's
+ * V8Symbolizer (src/v8/): the v8dbg_* symbols of the process's node and
+ * its memory. Until the addon has it, the layout is read here from the
+ * v8dbg_* symbols of the node binary (Node 20 and 22 on x86_64 and arm64;
+ * a leaptiering V8, Node 24 and 26, without the code pointer) and frames
+ * are shown raw: `[JS sfi=0x…]`.
+ */
+const fs = require('node:fs');
+const native = require('../core/native');
+
+const FRAME_WORDS = 4; // struct v8_frame: pc, sfi, code, slot
+
+function codedError(code, message) {
+  const err = /** @type {NodeJS.ErrnoException} */ (new Error(message));
+  err.code = code;
+  return err;
+}
+
+// ---- the provisional layout reader (until the addon's V8Symbolizer) ----
+
+const ELF_MAX_SECTIONS = 4096;
+const SYMTAB_MAX_BYTES = 64 << 20;
+
+/** Reads `length` bytes of `fd` at `position` (all of them, or an error). */
+function readAt(fd, position, length) {
+  const buf = Buffer.alloc(length);
+  let got = 0;
+  while (got < length) {
+    const n = fs.readSync(fd, buf, got, length - got, position + got);
+    if (n === 0) throw codedError('ERR_V8_ELF', `the file ends at ${position + got}, before ${position + length}`);
+    got += n;
+  }
+  return buf;
+}
+
+/**
+ * The v8dbg_* values (u32 each) and V8's version of the ELF file `file`
+ * (.dynsym, then .symtab): `{ values: Map(name -> number), version: [major, minor, build] }`.
+ */
+function v8dbgValues(file) {
+  const fd = fs.openSync(file, 'r');
+  try {
+    const eh = readAt(fd, 0, 64);
+    if (eh.readUInt32BE(0) !== 0x7f454c46 || eh[4] !== 2 || eh[5] !== 1) throw codedError('ERR_V8_ELF', `${file} is not a 64-bit little-endian ELF file`);
+    const shoff = Number(eh.readBigUInt64LE(0x28));
+    const shentsize = eh.readUInt16LE(0x3a);
+    const shnum = eh.readUInt16LE(0x3c);
+    if (shentsize !== 64 || shnum > ELF_MAX_SECTIONS) throw codedError('ERR_V8_ELF', `${file}: ${shnum} section headers of ${shentsize} bytes`);
+    const sh = readAt(fd, shoff, shnum * 64);
+    const sections = Array.from({ length: shnum }, (_, i) => ({
+      type: sh.readUInt32LE(i * 64 + 4),
+      addr: Number(sh.readBigUInt64LE(i * 64 + 16)),
+      offset: Number(sh.readBigUInt64LE(i * 64 + 24)),
+      size: Number(sh.readBigUInt64LE(i * 64 + 32)),
+      link: sh.readUInt32LE(i * 64 + 40),
+    }));
+    const values = new Map();
+    const version = [];
+    const VERSION = { _ZN2v88internal7Version6major_E: 0, _ZN2v88internal7Version6minor_E: 1, _ZN2v88internal7Version6build_E: 2 };
+    // .dynsym first (small); .symtab (large) only for what it lacks
+    for (const symtab of [...sections.filter((s) => s.type === 11), ...sections.filter((s) => s.type === 2)]) {
+      if (symtab.type === 2 && values.size && version.length === 3) break;
+      const strtab = sections[symtab.link];
+      if (!strtab || symtab.size > SYMTAB_MAX_BYTES || strtab.size > SYMTAB_MAX_BYTES) continue;
+      const syms = readAt(fd, symtab.offset, symtab.size);
+      const names = readAt(fd, strtab.offset, strtab.size);
+      for (let at = 0; at + 24 <= syms.length; at += 24) {
+        const nameAt = syms.readUInt32LE(at);
+        if (nameAt >= names.length) continue;
+        // most names are neither (a byte compare before decoding any)
+        if (!startsWith(names, nameAt, V8DBG) && !startsWith(names, nameAt, VERSION_PREFIX)) continue;
+        const end = names.indexOf(0, nameAt);
+        const name = names.toString('latin1', nameAt, end < 0 ? names.length : end);
+        const isVersion = name in VERSION;
+        if (!isVersion && !name.startsWith('v8dbg_')) continue;
+        const shndx = syms.readUInt16LE(at + 6);
+        const section = sections[shndx];
+        const value = Number(syms.readBigUInt64LE(at + 8));
+        if (!section || section.type === 8 || value < section.addr || value + 4 > section.addr + section.size) continue;
+        const v = readAt(fd, section.offset + value - section.addr, 4).readInt32LE(0);
+        if (isVersion) version[VERSION[name]] = v;
+        else if (!values.has(name)) values.set(name, v);
+      }
+    }
+    return { values, version };
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+const V8DBG = Buffer.from('v8dbg_');
+const VERSION_PREFIX = Buffer.from('_ZN2v88internal7Version6');
+
+/** Whether `buf` holds `prefix` at `at`. */
+function startsWith(buf, at, prefix) {
+  if (at + prefix.length > buf.length) return false;
+  for (let i = 0; i < prefix.length; i++) if (buf[at + i] !== prefix[i]) return false;
+  return true;
+}
+
+/** v8dbgValues of the binaries read: `dev:ino:mtime` -> values */
+const symbolCache = new Map();
+
+/** The first of `names` that `values` has. */
+function first(values, ...names) {
+  for (const n of names) if (values.has(n)) return values.get(n);
+  return undefined;
+}
+
+/**
+ * struct v8_layout of process `pid` from the v8dbg_* symbols of its node
+ * binary, as a plain object (the v8_layouts map's value), or throws a coded
+ * error saying why there is none. Provisional: the addon's V8Symbolizer
+ * replaces it.
+ */
+function provisionalLayout(pid) {
+  let exe;
+  try {
+    exe = fs.readlinkSync(`/proc/${pid}/exe`);
+  } catch (err) {
+    throw codedError('ERR_V8_NO_PROCESS', `process ${pid}: ${err.message}`);
+  }
+  const file = `/proc/${pid}/root${exe.replace(/ \(deleted\)$/, '')}`;
+  // one read per binary (a system-wide stackcount meets many processes of the same node)
+  let id;
+  try {
+    const st = fs.statSync(`/proc/${pid}/exe`);
+    id = `${st.dev}:${st.ino}:${st.mtimeMs}`;
+  } catch (err) {
+    throw codedError('ERR_V8_NO_PROCESS', `process ${pid}: ${err.message}`);
+  }
+  if (!symbolCache.has(id)) {
+    if (symbolCache.size >= 16) symbolCache.clear();
+    symbolCache.set(id, v8dbgValues(file));
+  }
+  const { values, version } = symbolCache.get(id);
+  if (!values.size) throw codedError('ERR_V8_NOT_NODE', `process ${pid} (${exe}) has no v8dbg_* symbols: not a node (or a stripped one); JavaScript frames are named from its perf map, if any`);
+  if (version.length !== 3) throw codedError('ERR_V8_VERSION', `process ${pid} (${exe}): V8's version symbols are missing`);
+  const [major, minor, build] = version;
+  const shared = first(values, 'v8dbg_class_JSFunction__shared__SharedFunctionInfo', 'v8dbg_class_JSFunction__shared__Tagged_SharedFunctionInfo_');
+  const typeJsFunction = values.get('v8dbg_type_JSFunction__JS_FUNCTION_TYPE');
+  const need = { shared, typeJsFunction, fp_function: values.get('v8dbg_off_fp_function'), fp_context: values.get('v8dbg_off_fp_context') };
+  const missing = Object.keys(need).filter((k) => need[k] === undefined);
+  if (missing.length) throw codedError('ERR_V8_LAYOUT', `process ${pid} (${exe}, V8 ${major}.${minor}.${build}): no ${missing.join(', ')} among its v8dbg_* symbols`);
+  // JSFunction::code: exported from V8 12 on; before, right after feedback_cell (V8 11: shared, context, feedback_cell, code)
+  const leaptiering = major >= 13;
+  const code = first(values, 'v8dbg_class_JSFunction__code__Tagged_Code_', 'v8dbg_class_JSFunction__code__Code') ?? (major === 11 ? shared + 24 : 24);
+  return {
+    version: ((major << 24) | (minor << 16) | build) >>> 0,
+    fp_context: first(values, 'v8dbg_off_fp_context_or_frame_type', 'v8dbg_off_fp_context'),
+    fp_function: need.fp_function,
+    fp_bytecode_offset: values.get('v8dbg_off_fp_bytecode_offset') ?? -40,
+    heap_object_tag: values.get('v8dbg_HeapObjectTag') ?? 1,
+    heap_object_tag_mask: values.get('v8dbg_HeapObjectTagMask') ?? 3,
+    smi_tag_mask: values.get('v8dbg_SmiTagMask') ?? 1,
+    smi_shift: (values.get('v8dbg_SmiShiftSize') ?? 31) + 1,
+    object_map: values.get('v8dbg_class_HeapObject__map__Map') ?? 0,
+    map_instance_type: first(values, 'v8dbg_class_Map__instance_type__uint16_t') ?? 12,
+    js_function_first: values.get('v8dbg_FirstJSFunctionType') ?? typeJsFunction,
+    js_function_last: values.get('v8dbg_LastJSFunctionType') ?? typeJsFunction + 16,
+    function_shared: shared,
+    // leaptiering without the dispatch table's address: 0, no code (the naming falls back to the SFI)
+    function_code: leaptiering ? 0 : code,
+    dispatch_table: 0n,
+    dispatch_entry_shift: 0,
+    dispatch_handle_shift: 0,
+    dispatch_entry_code: 0,
+    dispatch_code_shift: 0,
+  };
+}
+
+// ---- the frames ----
+
+/** A walked frame's raw name, where nothing names it. */
+function rawName(frame) {
+  return frame.sfi ? `[JS sfi=0x${frame.sfi.toString(16)}]` : `[V8 frame marker=${frame.slot}]`;
+}
+
+/** `name file:line:column` (what lib/service/profile.js's jsFrame parses), or the name alone. */
+function frameLabel(f) {
+  if (!f.file) return f.name;
+  return `${f.name} ${f.file}:${f.line ?? 0}:${f.column ?? 0}`;
+}
+
+class V8Frames {
+  /** @param {any} [bpf] what has V8Symbolizer: the addon (default) or the package entry */
+  constructor(bpf = native) {
+    // (the addon's, once it has one: src/v8/)
+    this.Symbolizer = bpf.V8Symbolizer ?? /** @type {any} */ (native).V8Symbolizer;
+    this.processes = new Map(); // pid -> { symbolizer, layout, error }
+  }
+
+  /** Whether walked frames get names (the addon's V8Symbolizer); else they are raw, and lose to the perf map's names. */
+  get names() {
+    return typeof this.Symbolizer === 'function';
+  }
+
+  /** What naming process `pid` has: `{ symbolizer, layout, error }` (error: why its JS frames are not walked). */
+  process(pid) {
+    if (!this.processes.has(pid)) {
+      const p = { symbolizer: null, layout: null, error: null };
+      try {
+        if (this.Symbolizer) {
+          p.symbolizer = new this.Symbolizer(pid);
+          p.layout = p.symbolizer.layoutBytes();
+        } else {
+          p.layout = provisionalLayout(pid);
+        }
+      } catch (err) {
+        p.error = err;
+      }
+      this.processes.set(pid, p);
+    }
+    return this.processes.get(pid);
+  }
+
+  /**
+   * Fills `obj`'s v8_layouts for process `pid` (`kernelPid`: its id as the
+   * kernel sees it, where that differs): its stacks' JS frames are walked
+   * from then on. Returns null, or the error that says why they are not
+   * (not a node, an unknown V8).
+   */
+  watch(obj, pid, kernelPid = pid) {
+    const p = this.process(pid);
+    if (p.error) return p.error;
+    const map = obj.getMap('v8_layouts');
+    const value = Buffer.isBuffer(p.layout) ? require('../core/codec').decode(map.valueLayout, p.layout) : p.layout;
+    map.set(kernelPid, value);
+    return null;
+  }
+
+  /** The walked stacks of `obj` (its v8_stacks map): Map(key -> { depth, flags, frames: [{ pc, sfi, code, slot }] }). */
+  readStacks(obj) {
+    const out = new Map();
+    for (const [key, s] of obj.getMap('v8_stacks').getBatch()) {
+      out.set(key, { depth: s.depth, flags: s.flags, frames: s.frames.slice(0, Math.min(s.depth, s.frames.length)) });
+    }
+    return out;
+  }
+
+  /**
+   * The walked frame of each of `addresses` (a user stack, innermost
+   * first, from the stack-trace map), or undefined: matched by pc, in
+   * order (the walk and the kernel's unwinder follow the same frame
+   * pointers; a frame one of them lacks is skipped).
+   */
+  align(addresses, stack) {
+    const out = new Array(addresses.length).fill(undefined); // dense: flat() drops holes
+    if (!stack) return out;
+    let j = 0;
+    for (let i = 0; i < addresses.length; i++) {
+      const a = BigInt(addresses[i]);
+      for (let k = j; k < stack.frames.length && k < j + 8; k++) {
+        if (stack.frames[k].pc === a) {
+          out[i] = stack.frames[k];
+          j = k + 1;
+          break;
+        }
+      }
+    }
+    return out;
+  }
+
+  /**
+   * The functions of walked JS frame `frame` of process `pid`, innermost
+   * first (the inlined ones, then the physical one): `[{ name, file,
+   * line, column, kind, inlined, label }]`; or null where it is not a JS
+   * frame (sfi 0: its pc's symbol names it).
+   */
+  frameNames(pid, frame) {
+    return this.namesOf(pid, [frame])[0];
+  }
+
+  /** frameNames of each of `frames`, in one call to the naming. */
+  namesOf(pid, frames) {
+    const out = frames.map(() => null);
+    const js = frames.map((f, i) => [f, i]).filter(([f]) => f && f.sfi !== 0n);
+    if (!js.length) return out;
+    const p = this.process(pid);
+    if (p.symbolizer) {
+      const records = Buffer.alloc(js.length * FRAME_WORDS * 8);
+      js.forEach(([f], n) => ['pc', 'sfi', 'code', 'slot'].forEach((k, w) => records.writeBigUInt64LE(BigInt(f[k]), (n * FRAME_WORDS + w) * 8)));
+      let named;
+      try {
+        named = p.symbolizer.frames(records);
+      } catch (err) {
+        p.error ??= err;
+      }
+      if (named) {
+        js.forEach(([f, i], n) => {
+          const list = named[n]?.length ? named[n] : [{ name: rawName(f), kind: 'unnamed' }];
+          out[i] = list.map((g, k) => ({ ...g, inlined: k < list.length - 1, label: frameLabel(g) }));
+        });
+        return out;
+      }
+    }
+    for (const [f, i] of js) out[i] = [{ name: rawName(f), kind: 'unnamed', inlined: false, label: rawName(f) }];
+    return out;
+  }
+}
+
+module.exports = { V8Frames, provisionalLayout, v8dbgValues, rawName, frameLabel };
