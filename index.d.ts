@@ -567,7 +567,7 @@ export interface ProfilePush {
   stop(): Promise<void>
 }
 
-/** Profiles of this process (`bpf.profile()`); see the README's Profiles. */
+/** Profiles of this process (`bpf.profile()`); see docs/service.md, Profiles. */
 export declare class Profiler {
   readonly options: Required<ProfileOptions>
   readonly closed: boolean

@@ -113,7 +113,7 @@ describe('on CPU', { skip }, () => {
   for (const [version, node] of versions) {
     test(`node ${version}: -top names hotLoop at >= 70% cum; -traces has kernel frames under statLoop`, () => {
       const dir = fs.mkdtempSync(path.join(tmp, 'cpu-'));
-      // (Node 24 and 26's Maglev inlines them into the timer's callback: the flag that keeps them named, README: Profiles)
+      // (Node 24 and 26's Maglev inlines them into the timer's callback: the flag that keeps them named, docs/service.md: Profiles)
       const major = Number(/v?(\d+)\./.exec(version === '20 (this node)' ? process.version : version)[1]);
       const r = service(['cpu', dir], { node, nodeArgs: major >= 24 ? [...NODE_ARGS, '--no-maglev-inlining'] : NODE_ARGS });
       const file = path.join(dir, 'cpu.pb.gz');

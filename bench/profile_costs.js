@@ -1,5 +1,5 @@
 'use strict';
-// What a profile costs (README: Profiles). Needs root (or CAP_BPF +
+// What a profile costs (docs/service.md: Profiles). Needs root (or CAP_BPF +
 // CAP_PERFMON) and wrk.
 //   req/s: one wrk run against bench/profile_server.js, whose profile
 //          windows run for a second and pause for a second, ROUNDS times:

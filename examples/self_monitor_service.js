@@ -2,11 +2,11 @@
 // An HTTP service that monitors itself: bpf.monitor() counts, in the kernel,
 // what this very process does (main-thread off-CPU time, TCP retransmits;
 // with --event-loop the libuv phases; with --syscalls its syscalls, files
-// and connects: each costs more, README: What it costs),
+// and connects: each costs more, docs/service.md: What it costs),
 // and GET /metrics serves it with prom-client, beside the service's own
 // metrics. With --otel PORT the same monitor is also exported through the
 // OpenTelemetry SDK's Prometheus exporter on PORT. Needs root, or CAP_BPF +
-// CAP_PERFMON (README: Tracing your own service).
+// CAP_PERFMON (docs/service.md: Least privilege).
 //   node examples/self_monitor_service.js [--port N] [--event-loop] [--syscalls] [--otel PORT]
 // With --otel-only, /metrics is not served (the OTel exporter's port is).
 // Prints {"port": N, "otel": PORT|null} once it listens. GET / answers a

@@ -11,11 +11,11 @@
  *   except lib/core/native.js, which owns the binding; and the requires among
  *   lib/*.js (lazy ones included) have no cycle.
  *
- * - README.md's Mermaid graph (Development) is the one --mermaid draws.
+ * - docs/development.md's Mermaid graph (src/: the module graph) is the one --mermaid draws.
  *
  *   node scripts/check-deps.js            # exit 1, listing what is wrong
  *   node scripts/check-deps.js --mermaid  # the Rust module graph, as a Mermaid flowchart
- *   node scripts/check-deps.js --readme   # redraws README.md's graph
+ *   node scripts/check-deps.js --docs     # redraws docs/development.md's graph (--readme: the same)
  *
  * No dependencies; comments and string literals are skipped, so a module
  * named in a doc comment is no edge.
@@ -289,8 +289,8 @@ function jsProblems(lib = path.join(ROOT, 'lib')) {
   return problems;
 }
 
-const README = path.join(ROOT, 'README.md');
-const README_GRAPH = /(```mermaid\n)([\s\S]*?)(```)/;
+const DOCS = path.join(ROOT, 'docs', 'development.md');
+const DOCS_GRAPH = /(```mermaid\n)([\s\S]*?)(```)/;
 
 function main(argv) {
   const rust = rustGraph();
@@ -298,16 +298,16 @@ function main(argv) {
     console.log(mermaid(rust));
     return 0;
   }
-  const readme = fs.readFileSync(README, 'utf8');
+  const docs = fs.readFileSync(DOCS, 'utf8');
   const drawn = `${mermaid(rust).trimEnd()}\n`;
-  if (argv.includes('--readme')) {
-    fs.writeFileSync(README, readme.replace(README_GRAPH, (_, open, _old, close) => `${open}${drawn}${close}`));
+  if (argv.includes('--docs') || argv.includes('--readme')) {
+    fs.writeFileSync(DOCS, docs.replace(DOCS_GRAPH, (_, open, _old, close) => `${open}${drawn}${close}`));
     return 0;
   }
   const problems = [
     ...cycles(rust.graph).map((cycle) => `src/ modules import each other: ${cycle.join(' -> ')}`),
     ...jsProblems(),
-    ...(README_GRAPH.exec(readme)?.[2] === drawn ? [] : ['README.md\'s module graph is not the one src/ makes: run node scripts/check-deps.js --readme']),
+    ...(DOCS_GRAPH.exec(docs)?.[2] === drawn ? [] : ['docs/development.md\'s module graph is not the one src/ makes: run node scripts/check-deps.js --docs']),
   ];
   if (problems.length) {
     for (const p of problems) console.error(`check-deps: ${p}`);

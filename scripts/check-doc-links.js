@@ -12,9 +12,20 @@ const fs = require('fs');
 const path = require('path');
 
 const ROOT = path.join(__dirname, '..');
-const DEFAULT = ['README.md', 'CHANGELOG.md', 'examples/README.md', 'bench/README.md', 'bench/RESULTS.md',
-  'scripts/PACKAGE-TESTS.md', 'scripts/kernels/README.md',
-  ...fs.readdirSync(path.join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+/** Every .md file under `dir` (relative to ROOT), sorted. */
+function markdownUnder(dir) {
+  const out = [];
+  for (const entry of fs.readdirSync(path.join(ROOT, dir), { withFileTypes: true })) {
+    const rel = `${dir}/${entry.name}`;
+    if (entry.isDirectory()) out.push(...markdownUnder(rel));
+    else if (entry.name.endsWith('.md')) out.push(rel);
+  }
+  return out.sort();
+}
+
+const DEFAULT = ['README.md', 'CHANGELOG.md', 'examples/README.md',
+  ...['docs', 'bench', 'scripts'].flatMap(markdownUnder)];
+const README_MAX_LINES = 400;
 
 /** The text outside fenced code blocks and inline code spans. */
 function prose(text) {
@@ -55,6 +66,8 @@ function check(file) {
 
 const files = process.argv.length > 2 ? process.argv.slice(2) : DEFAULT;
 const broken = files.filter((f) => fs.existsSync(path.join(ROOT, f))).flatMap(check);
+const readmeLines = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8').split('\n').length - 1;
+if (readmeLines > README_MAX_LINES) broken.push(`README.md: ${readmeLines} lines, more than ${README_MAX_LINES}: move reference text into a docs/ page`);
 for (const b of broken) console.error(b);
 console.log(`${files.length} files, ${broken.length} broken links`);
 process.exitCode = broken.length ? 1 : 0;

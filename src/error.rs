@@ -6,7 +6,7 @@ use std::fmt::Display;
 
 use napi::Status;
 
-/// The stable codes, documented in the README.
+/// The stable codes, documented in docs/api.md (Errors).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Code {
   /// A file (object, binary) does not exist.

@@ -17,7 +17,7 @@
  *   files           files opened, top N by count, with errors
  *   connects        endpoints connected to, top N by count, with errors
  * syscalls, files and connects hook every syscall of the machine (the
- * raw_syscalls tracepoints): opt-in, see the README for their cost.
+ * raw_syscalls tracepoints): opt-in, see docs/service.md (What it costs).
  *
  * node-libbpf's own threads (bpf.libraryThreads()) are left out of what is
  * counted. Reads take no syscall for the arrays (mmapped) and one batch
@@ -39,7 +39,7 @@ const { syscallNumber, syscallName } = require('../core/names');
 const PARTS = ['syscalls', 'eventLoop', 'offCpu', 'files', 'connects', 'tcpRetransmits'];
 /**
  * The parts on unless turned off: the ones that cost a busy HTTP server
- * under 3% of its requests (README: What it costs). eventLoop's uprobes
+ * under 3% of its requests (docs/service.md: What it costs). eventLoop's uprobes
  * cost ~5 µs per loop iteration on the 2-vCPU VM it was measured on (5
  * probe hits), syscalls puts every syscall of the machine on the slow path:
  * opt-in.
