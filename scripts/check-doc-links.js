@@ -15,6 +15,7 @@ const ROOT = path.join(__dirname, '..');
 /** Every .md file under `dir` (relative to ROOT), sorted. */
 function markdownUnder(dir) {
   const out = [];
+  if (!fs.existsSync(path.join(ROOT, dir))) return out;
   for (const entry of fs.readdirSync(path.join(ROOT, dir), { withFileTypes: true })) {
     const rel = `${dir}/${entry.name}`;
     if (entry.isDirectory()) out.push(...markdownUnder(rel));
