@@ -308,9 +308,25 @@ export declare class Symbolizer {
    * of the process that is no regular ELF file (or over 1 GiB), or a perf
    * map that is no regular file, leaves its addresses unnamed; malformed
    * perf map lines are skipped, and of a map over 64 MiB the last 64 MiB
-   * are read.
+   * are read. `perfMapEnd`: the byte length of the perf map to read
+   * (`perfMapSize(pid)` taken when a profile window ended: code compiled
+   * after it, which can reuse a sampled address, does not name it);
+   * without it, all of the map.
    */
-  process(pid: number, addresses: Array<bigint>): Array<Frame>
+  process(pid: number, addresses: Array<bigint>, perfMapEnd?: number | undefined | null): Array<Frame>
+  /**
+   * The size of process `pid`'s perf map now, in bytes (0 without one):
+   * the `perfMapEnd` of a window that ends now. Once the process has
+   * exited, of /tmp/perf-PID.map here (as `perfMap`).
+   */
+  perfMapSize(pid: number): number
+  /**
+   * JIT frames of process `pid` from its perf map alone (a frame without
+   * a name where no line covers the address), as `process` reads it, up
+   * to `perfMapEnd` bytes; the process need not run: once it has exited,
+   * /tmp/perf-PID.map here (node leaves it behind) is read.
+   */
+  perfMap(pid: number, addresses: Array<bigint>, perfMapEnd?: number | undefined | null): Array<Frame>
 }
 
 /**

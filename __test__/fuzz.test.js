@@ -242,7 +242,7 @@ function child() {
 const test = require('node:test');
 const assert = require('node:assert');
 const os = require('node:os');
-const { objectPath, runLines } = require('./helpers');
+const { objectPath, runLines, runCases } = require('./helpers');
 
 /**
  * What a child's stderr says about its death: the Rust panic's place and
@@ -277,31 +277,8 @@ function runChild(args, onLine, timeoutMs) {
  * recorded and the next child goes on after it. Results go to `results[id]`.
  */
 async function runBatch(seed, from, to, results) {
-  let start = from;
-  while (start < to) {
-    let running = -1;
-    const { code, signal, hung, stderr } = await runChild(['run', String(seed), String(start), String(to)], (line) => {
-      const m = /^(run|done) (\d+)(?: (.*))?$/.exec(line);
-      if (!m) return;
-      const id = Number(m[2]);
-      if (m[1] === 'run') running = id;
-      else {
-        results[id] = { outcome: JSON.parse(m[3]) };
-        running = -1;
-      }
-    }, CASE_TIMEOUT_MS);
-    if (running >= 0) {
-      // the case in flight when the child died or stopped answering
-      const died = hung ? 'hang' : signal || `exit code ${code}`;
-      const { panic, slug } = panicOf(stderr);
-      results[running] = { died, panic, slug };
-      start = running + 1;
-    } else if (code !== 0 || signal) {
-      throw new Error(`a fuzz child died between cases (code ${code}, signal ${signal}): ${stderr}`);
-    } else {
-      start = to;
-    }
-  }
+  const died = ({ code, signal, hung, stderr }) => ({ died: hung ? 'hang' : signal || `exit code ${code}`, ...panicOf(stderr) });
+  await runCases(from, to, results, (start, onLine) => runChild(['run', String(seed), String(start), String(to)], onLine, CASE_TIMEOUT_MS), died, 'a fuzz child');
 }
 
 /**

@@ -185,6 +185,47 @@ function runLines(cmd, args, onLine, timeoutMs) {
   });
 }
 
+/**
+ * Runs cases `from` to `to` - 1 in children that say `run ID` before a case
+ * and `done ID JSON` after it (fuzz.test.js, parser_fuzz.test.js):
+ * `runChild(start, onLine)` starts one for the cases from `start`
+ * (runLines). The outcome of each case goes to `results[ID]`; a child that
+ * dies or hangs in a case records `died(its runLines result)` for that case,
+ * and the next child starts after it. A child that dies between cases is an
+ * Error naming `what`.
+ * @param {number} from
+ * @param {number} to
+ * @param {any[]} results
+ * @param {(start: number, onLine: (line: string) => void) => ReturnType<typeof runLines>} runChild
+ * @param {(r: Awaited<ReturnType<typeof runLines>>) => object} died
+ * @param {string} what
+ */
+async function runCases(from, to, results, runChild, died, what) {
+  let start = from;
+  while (start < to) {
+    let running = -1;
+    const r = await runChild(start, (line) => {
+      const m = /^(run|done) (\d+)(?: (.*))?$/.exec(line);
+      if (!m) return;
+      const id = Number(m[2]);
+      if (m[1] === 'run') running = id;
+      else {
+        results[id] = { outcome: JSON.parse(m[3]) };
+        running = -1;
+      }
+    });
+    if (running >= 0) {
+      // the case in flight when the child died or stopped answering
+      results[running] = died(r);
+      start = running + 1;
+    } else if (r.code !== 0 || r.signal) {
+      throw new Error(`${what} died between cases (code ${r.code}, signal ${r.signal}): ${r.stderr}`);
+    } else {
+      start = to;
+    }
+  }
+}
+
 /** mulberry32: a small seeded PRNG, floats in [0, 1). */
 function prng(seed) {
   let a = seed >>> 0;
@@ -197,4 +238,4 @@ function prng(seed) {
   };
 }
 
-module.exports = { bpf, tiedToThisProcess, runLines, prng, root, objectPath, getppidLoop, streamer, buildFixture, sleep, waitFor, kernelIds, added, throwsCode, startExample, workloadOf, twoFiles, openBoth };
+module.exports = { bpf, tiedToThisProcess, runLines, runCases, prng, root, objectPath, getppidLoop, streamer, buildFixture, sleep, waitFor, kernelIds, added, throwsCode, startExample, workloadOf, twoFiles, openBoth };

@@ -398,7 +398,7 @@ if (['run', 'write'].includes(process.argv[2])) {
   const assert = require('node:assert');
   const os = require('node:os');
   const { execFileSync } = require('node:child_process');
-  const { buildFixture, objectPath, runLines } = require('./helpers');
+  const { buildFixture, objectPath, runLines, runCases } = require('./helpers');
 
   const isRoot = process.getuid() === 0;
   const hasSetpriv = (() => {
@@ -418,28 +418,9 @@ if (['run', 'write'].includes(process.argv[2])) {
 
   /** Runs cases [from, to); a case that kills its child is recorded, and the next child goes on after it. */
   async function runBatch(family, seed, from, to, dir, asNobody, results) {
-    let start = from;
-    while (start < to) {
-      let running = -1;
-      const { code, signal, hung, stderr } = await runChild(['run', family, String(seed), String(start), String(to), dir], asNobody, (line) => {
-        const m = /^(run|done) (\d+)(?: (.*))?$/.exec(line);
-        if (!m) return;
-        const id = Number(m[2]);
-        if (m[1] === 'run') running = id;
-        else {
-          results[id] = { outcome: JSON.parse(m[3]) };
-          running = -1;
-        }
-      }, CASE_TIMEOUT_MS);
-      if (running >= 0) {
-        results[running] = { died: hung ? 'hang' : signal || `exit code ${code}`, stderr: stderr.trim().split('\n').slice(-4).join(' | ') };
-        start = running + 1;
-      } else if (code !== 0 || signal) {
-        throw new Error(`a ${family} fuzz child died between cases (code ${code}, signal ${signal}): ${stderr}`);
-      } else {
-        start = to;
-      }
-    }
+    const died = ({ code, signal, hung, stderr }) => ({ died: hung ? 'hang' : signal || `exit code ${code}`, stderr: stderr.trim().split('\n').slice(-4).join(' | ') });
+    const run = (start, onLine) => runChild(['run', family, String(seed), String(start), String(to), dir], asNobody, onLine, CASE_TIMEOUT_MS);
+    await runCases(from, to, results, run, died, `a ${family} fuzz child`);
   }
 
   const wanted = (process.env.FUZZ_FAMILIES || FAMILIES.join(',')).split(',');

@@ -92,17 +92,20 @@ function traces(file, args = []) {
 }
 
 test('a JIT address is named by the perf map as it was at the window\'s end, not by code compiled there after it', () => {
-  const { perfMapNames } = require('../lib/service/profile');
   const pid = 4194305; // above the largest pid_max: no process writes this map
   const file = `/tmp/perf-${pid}.map`;
   const before = '1000 100 JS:*hotLoop a.js:1:1\n';
   // after the window: the decoding's own code lands where the sampled code was freed; a cut last line
   fs.writeFileSync(file, `${before}1080 100 JS:^toBigInt b.js:2:2\n2000 10 JS:~cut`);
   try {
-    assert.deepEqual([...perfMapNames(pid, [0x1090, 0x2000], before.length)], [[0x1090, 'JS:*hotLoop a.js:1:1']]);
-    assert.deepEqual([...perfMapNames(pid, [0x1090, 0x2000], Infinity)], [[0x1090, 'JS:^toBigInt b.js:2:2']]);
-    assert.deepEqual([...perfMapNames(pid, [0x1090], 0)], []);
-    assert.deepEqual([...perfMapNames(pid + 1, [0x1090], Infinity)], []);
+    // the perf map alone, read by the Rust reader to an end offset (a window's end: symbolizer.perfMapSize then)
+    const sym = new bpf.Symbolizer();
+    const names = (p, end) => sym.perfMap(p, [0x1090n, 0x2000n], end).map((f) => f.name ?? null);
+    assert.deepEqual(names(pid, before.length), ['JS:*hotLoop a.js:1:1', null]);
+    assert.deepEqual(names(pid, sym.perfMapSize(pid)), ['JS:^toBigInt b.js:2:2', null], 'a line cut by the end is no line');
+    assert.deepEqual(names(pid, 0), [null, null]);
+    assert.deepEqual(names(pid + 1, sym.perfMapSize(pid + 1)), [null, null]);
+    assert.equal(sym.perfMapSize(pid + 1), 0, 'no map');
   } finally {
     fs.rmSync(file, { force: true });
   }

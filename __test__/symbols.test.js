@@ -4,8 +4,9 @@
 const test = require('node:test');
 const assert = require('node:assert');
 const fs = require('node:fs');
-const { execFileSync } = require('node:child_process');
+const { execFileSync, spawn } = require('node:child_process');
 const { bpf, objectPath, buildFixture, throwsCode } = require('./helpers');
+const { StackSymbolizer } = require('../lib/frames/stacks');
 
 test('elfSymbols lists function symbols with their file offsets', () => {
   const binary = buildFixture('add_one');
@@ -30,6 +31,30 @@ test('a Symbolizer names kernel addresses and this process\'s addresses', () => 
   assert.deepStrictEqual([own.name, own.offset, own.module], ['uv__io_poll', 10, process.execPath]);
   assert.strictEqual(unknown.name, undefined, 'no symbol there');
   throwsCode(assert, () => sym.process(2 ** 30, [1n]), 'ENOENT', /process 1073741824 does not exist/);
+});
+
+test('a perf map read to an end offset: JIT frames named by the lines written before it (Symbolizer, StackSymbolizer.endWindow)', async (t) => {
+  // a live process of ours, whose perf map we write: what a window saw, then code compiled after it at the same address
+  const child = spawn('sleep', ['30'], { stdio: 'ignore' });
+  t.after(() => child.kill('SIGKILL'));
+  await new Promise((resolve) => child.once('spawn', resolve));
+  const file = `/tmp/perf-${child.pid}.map`;
+  fs.rmSync(file, { force: true }); // (another process of that pid left it)
+  t.after(() => fs.rmSync(file, { force: true }));
+  fs.writeFileSync(file, '1000 100 JS:*hotLoop a.js:1:1\n');
+  const sym = new bpf.Symbolizer();
+  const stackSym = new StackSymbolizer(bpf);
+  const end = sym.perfMapSize(child.pid);
+  assert.equal(end, 30);
+  stackSym.endWindow([child.pid]);
+  fs.appendFileSync(file, '1080 100 JS:^toBigInt b.js:2:2\n');
+  const names = (endOffset) => sym.process(child.pid, [0x1090n, 0x1100n], endOffset).map((f) => f.name ?? null);
+  assert.deepStrictEqual(names(end), ['JS:*hotLoop a.js:1:1', null]);
+  assert.deepStrictEqual(names(undefined), ['JS:^toBigInt b.js:2:2', 'JS:^toBigInt b.js:2:2'], 'without an end: the whole map');
+  assert.deepStrictEqual(names(end), ['JS:*hotLoop a.js:1:1', null], 'the map read to its end again, not the cached whole one');
+  assert.deepStrictEqual(names(0), [null, null]);
+  assert.deepStrictEqual(stackSym.user(child.pid, [0x1090n, 0x1100n]), ['hotLoop a.js:1:1', '[unknown]']);
+  throwsCode(assert, () => sym.process(child.pid, [0x1090n], -1), 'ERR_BPF_INVALID_VALUE', /perfMapEnd: -1 is no byte offset/);
 });
 
 test('dwarfMemberOffset reads a struct member offset from DWARF', () => {

@@ -15,7 +15,6 @@ const path = require('node:path');
 const { bpf, kernelIds, added, objectPath, sleep } = require('./helpers');
 const stacks = require('../lib/frames/stacks');
 const { V8Frames } = require('../lib/frames/v8');
-const { perfMapNames } = require('../lib/service/profile');
 const { testNode } = require('../scripts/nodes');
 
 const HOT = path.join(__dirname, 'fixtures', 'v8_hot.js');
@@ -85,8 +84,8 @@ describe('the walk, on flagless nodes', { skip }, () => {
           let jsAgreed = 0;
           let mapJs = 0;
           let mapJsWalked = 0;
-          const addresses = [...new Set(main.flatMap((e) => e.user.map(Number)))].sort((x, y) => x - y);
-          const perfMap = perfMapNames(hot.child.pid, addresses);
+          const addresses = [...new Set(main.flatMap((e) => e.user))];
+          const perfMap = new Map(symbolizer.symbolizer.perfMap(hot.child.pid, addresses).map((f, i) => [Number(addresses[i]), f.name]));
           for (const e of main.filter((x) => x.v8)) {
             const aligned = symbolizer.v8.align(e.user, e.v8);
             const elf = symbolizer.userFrames(e.pid, e.user).map((n) => n[n.length - 1]);

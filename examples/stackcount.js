@@ -94,11 +94,11 @@ async function main() {
     const clock = new ReportClock();
     // user frames are named from the process's mappings: name them every second while it
     // runs (the names are kept), in case it is gone at the end
-    const warm = setInterval(() => stacks.symbolize(stacks.readStacks(obj), symbolizer), 1000);
+    const warm = setInterval(() => named(obj, symbolizer), 1000);
     await untilStopped(opts, target);
     clearInterval(warm);
     obj.detachAll();
-    const counted = stacks.symbolize(stacks.readStacks(obj), symbolizer);
+    const counted = named(obj, symbolizer);
     if (opts.perContainer) {
       const cgroups = new CgroupNames();
       for (const s of counted) {
@@ -136,6 +136,16 @@ async function main() {
     if (attached?.perfEvents > 10) console.error(`Detaching ${attached.perfEvents} probes (the kernel takes ~0.1 s for each)...`);
     obj?.close();
   }
+}
+
+/**
+ * The stacks counted until now, named: the interval ends here for the perf
+ * maps too (code compiled after it does not name its JIT frames).
+ */
+function named(obj, symbolizer) {
+  const entries = stacks.readStacks(obj);
+  symbolizer.endWindow(new Set(entries.map((e) => e.pid)));
+  return stacks.symbolize(entries, symbolizer);
 }
 
 /** Most node processes whose JS frames a system-wide stackcount walks (bpf/v8.bpf.h's v8_layouts holds 1024). */

@@ -157,11 +157,15 @@ function getppidCount(stdout) {
 // ---------------------------------------------------------------- the harness
 
 /**
- * The harness of one test: its log prefix is `name`, its chroot `chroot`,
- * inside `runDir` (this run's overlay: removed at the end unless KEEP is set).
- * @param {{ name: string, chroot: string, runDir: string, verbose?: boolean, stdin?: 'pipe' | 'ignore' }} options `stdin`: exec's default
+ * The checks of a test run, whatever it runs in (a chroot, containers): its
+ * log (each line prefixed `name`), `check`, the timed phases, the summary
+ * (the last line `N passed, N failed`, which CI reads) and the interrupt:
+ * SIGINT or SIGTERM cleans up what the run started and counts the run as one
+ * more failure (exit 130). chrootHarness builds on it; scripts/test-containers.js
+ * uses it alone.
+ * @param {{ name: string }} options
  */
-function chrootHarness({ name, chroot, runDir, verbose = false, stdin: defaultStdin = 'pipe' }) {
+function checkHarness({ name }) {
   /** @param {string} msg */
   const log = (msg) => process.stderr.write(`${name}: ${msg}\n`);
 
@@ -198,6 +202,47 @@ function chrootHarness({ name, chroot, runDir, verbose = false, stdin: defaultSt
       log(`${what}: ${secs(Date.now() - start)}`);
     }
   }
+
+  /** The times, the failed checks, and the last line, `N passed, N failed`: returns the exit status. */
+  function summary() {
+    log('times:');
+    for (const [what, ms] of times) log(`  ${what}: ${secs(ms)}`);
+    const failed = checks.filter((c) => !c.ok);
+    for (const c of failed) log(`failed: ${c.name}`);
+    console.log(`${checks.length - failed.length} passed, ${failed.length} failed`);
+    return failed.length === 0 && checks.length > 0 ? 0 : 1;
+  }
+
+  /**
+   * From now on, SIGINT or SIGTERM runs `cleanUp` (awaited), prints the
+   * counts with the run as one more failure and exits 130. Returns whether
+   * that happened (the run's own clean-up then has nothing left to do).
+   * @param {() => void | Promise<void>} cleanUp
+   * @returns {() => boolean}
+   */
+  function onInterrupt(cleanUp) {
+    let interrupted = false;
+    const onSignal = async () => {
+      interrupted = true;
+      await cleanUp();
+      console.log(`${checks.filter((c) => c.ok).length} passed, ${checks.filter((c) => !c.ok).length + 1} failed`);
+      process.exit(130);
+    };
+    process.on('SIGINT', onSignal);
+    process.on('SIGTERM', onSignal);
+    return () => interrupted;
+  }
+
+  return { log, check, checks, addTime, timed, summary, onInterrupt };
+}
+
+/**
+ * The harness of one test: its log prefix is `name`, its chroot `chroot`,
+ * inside `runDir` (this run's overlay: removed at the end unless KEEP is set).
+ * @param {{ name: string, chroot: string, runDir: string, verbose?: boolean, stdin?: 'pipe' | 'ignore' }} options `stdin`: exec's default
+ */
+function chrootHarness({ name, chroot, runDir, verbose = false, stdin: defaultStdin = 'pipe' }) {
+  const { log, check, addTime, timed, summary, onInterrupt } = checkHarness({ name });
 
   /** exec's children while they run: an interrupt kills them (one outside the chroot, e.g. qemu, would outlive the run). */
   const children = new Set();
@@ -347,39 +392,23 @@ function chrootHarness({ name, chroot, runDir, verbose = false, stdin: defaultSt
     if (!process.env.KEEP) fs.rmSync(runDir, { recursive: true, force: true, maxRetries: 3 });
   }
 
-  /** The times, the failed checks, and the last line, `N passed, N failed`: returns the exit status. */
-  function summary() {
-    log('times:');
-    for (const [what, ms] of times) log(`  ${what}: ${secs(ms)}`);
-    const failed = checks.filter((c) => !c.ok);
-    for (const c of failed) log(`failed: ${c.name}`);
-    console.log(`${checks.length - failed.length} passed, ${failed.length} failed`);
-    return failed.length === 0 && checks.length > 0 ? 0 : 1;
-  }
-
   /**
    * Inside the namespace: `inNamespace`, then the clean-up and the summary.
    * SIGINT or SIGTERM cleans up at once and counts the run as one more failure (exit 130).
    * @param {() => Promise<void>} inNamespace
    */
   async function namespaceMain(inNamespace) {
-    let stop = false;
-    const onSignal = () => {
-      stop = true;
+    const interrupted = onInterrupt(() => {
       log('interrupted: killing the chroot\'s processes, unmounting');
       for (const child of children) child.kill('SIGKILL');
       cleanUp();
-      console.log(`${checks.filter((c) => c.ok).length} passed, ${checks.filter((c) => !c.ok).length + 1} failed`);
-      process.exit(130);
-    };
-    process.on('SIGINT', onSignal);
-    process.on('SIGTERM', onSignal);
+    });
     try {
       await inNamespace();
     } catch (e) {
       check('the run', false, e.stack || String(e));
     } finally {
-      if (!stop) cleanUp();
+      if (!interrupted()) cleanUp();
     }
     process.exitCode = summary();
   }
@@ -421,4 +450,4 @@ function chrootHarness({ name, chroot, runDir, verbose = false, stdin: defaultSt
   return { log, check, addTime, timed, exec, traceTarget, mount, unmountAll, mountChroot, killChrootProcesses, summary, main };
 }
 
-module.exports = { chrootHarness, secs, tail, gist, lastJson, run, manifestOf, isMainTarball, tgzIn, tarballsIn, appManifest, TARGET_JS, getppidCount };
+module.exports = { checkHarness, chrootHarness, secs, tail, gist, lastJson, run, manifestOf, isMainTarball, tgzIn, tarballsIn, appManifest, TARGET_JS, getppidCount };

@@ -52,6 +52,7 @@ const crypto = require('node:crypto');
 const http = require('node:http');
 const { spawn, spawnSync } = require('node:child_process');
 const { ensureDebianRoot, aptInstall } = require('./rootfs');
+const { checkHarness, secs, run } = require('./chroot-harness');
 
 const ROOT = path.resolve(__dirname, '..');
 const CLI = path.join(ROOT, 'lib', 'tools', 'cli.js');
@@ -80,25 +81,10 @@ function hostDebianSuite() {
   }
 }
 
-const log = (msg) => process.stderr.write(`test:containers: ${msg}\n`);
-const secs = (ms) => `${(ms / 1000).toFixed(1)} s`;
+// the checks, their log and summary, the interrupt: scripts/chroot-harness.js's, as the package tests'
+const { log, check, timed, summary, onInterrupt } = checkHarness({ name: 'test:containers' });
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const tail = (text, n = 8) => String(text).trim().split('\n').slice(-n).join('\n    ');
-
-/** The checks, in order. */
-const checks = [];
-function check(name, ok, detail = '') {
-  checks.push({ name, ok: !!ok });
-  log(`${ok ? 'ok  ' : 'FAIL'} ${name}${detail ? `: ${detail}` : ''}`);
-  return !!ok;
-}
-
-function run(cmd, args, opts = {}) {
-  const r = spawnSync(cmd, args, { encoding: 'utf8', maxBuffer: 64 << 20, ...opts });
-  if (r.error) throw new Error(`${cmd}: ${r.error.message}`);
-  if (r.status !== 0) throw new Error(`${cmd} ${args.join(' ')} exited ${r.status}: ${(r.stderr || '').trim().slice(-2000)}`);
-  return r.stdout;
-}
 
 /**
  * A process with its output collected; `waitFor(re)` resolves with the match on stdout+stderr, `exited` with `{ code, stdout, stderr }`.
@@ -638,27 +624,21 @@ async function main() {
   }
   const started = Date.now();
   let before = false;
-  const onSignal = async () => {
+  onInterrupt(async () => {
     log('interrupted: stopping the containers');
     await cleanup();
-    console.log(`${checks.filter((c) => c.ok).length} passed, ${checks.filter((c) => !c.ok).length + 1} failed`);
-    process.exit(130);
-  };
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
+  });
   try {
     await prepare();
     before = true;
     /** @type {[string, () => Promise<void>][]} */
     const scenarios = [['service', serviceScenarios], ['refused', refusedScenarios], ['stackcount', stackcountScenario], ['cgroups', cgroupScenario], ['bad input', badInputScenarios]];
     for (const [name, fn] of scenarios) {
-      const t = Date.now();
       try {
-        await fn();
+        await timed(name, fn);
       } catch (e) {
         check(`${name}: ran to its end`, false, e.stack || String(e));
       }
-      log(`${name}: ${secs(Date.now() - t)}`);
     }
   } catch (e) {
     check('the run', false, e.stack || String(e));
@@ -673,10 +653,7 @@ async function main() {
   const listed = run('crun', ['list', '-q']).split('\n');
   check('no container of the run is left (crun list)', !created.some((id) => listed.includes(id)), created.filter((id) => listed.includes(id)).join(', '));
   log(`all: ${secs(Date.now() - started)}`);
-  const failed = checks.filter((c) => !c.ok);
-  for (const c of failed) log(`failed: ${c.name}`);
-  console.log(`${checks.length - failed.length} passed, ${failed.length} failed`);
-  process.exitCode = failed.length === 0 && checks.length > 0 ? 0 : 1;
+  process.exitCode = summary();
 }
 
 main();

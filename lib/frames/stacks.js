@@ -37,6 +37,7 @@ class StackSymbolizer {
     this.symbolizer = new bpf.Symbolizer();
     this.cache = new Map(); // 'k' or pid -> Map(address -> [name, innermost first])
     this.jit = new Map(); // pid -> { dump: JitDump | null, maglevInlining, error }
+    this.perfMapEnds = new Map(); // pid -> the bytes of its perf map that name its JIT frames (endWindow), else all
     // JS frames walked in the kernel and named from V8's own data (lib/frames/v8.js): they win over the perf map
     this.v8 = new V8Frames(bpf);
   }
@@ -71,6 +72,17 @@ class StackSymbolizer {
     return this.#user(pid, addresses).map((f) => [...f]);
   }
 
+  /**
+   * Ends a window (an interval of counting) for processes `pids`: their
+   * JIT frames are named from the perf map lines written until now, not by
+   * code compiled after (the decoding's own, which can reuse a sampled
+   * address; the last line for an address wins).
+   * @param {Iterable<number>} pids
+   */
+  endWindow(pids) {
+    for (const pid of pids) this.perfMapEnds.set(pid, this.symbolizer.perfMapSize(pid));
+  }
+
   /** Symbolizes, in one call, every address not seen yet. */
   prefetch(pid, addresses) {
     this.#user(pid, addresses);
@@ -93,7 +105,7 @@ class StackSymbolizer {
     return this.#names(pid, addresses, (todo) => {
       let found;
       try {
-        found = this.symbolizer.process(pid, todo);
+        found = this.symbolizer.process(pid, todo, this.perfMapEnds.get(pid));
       } catch (err) {
         if (err.code === 'ENOENT') return todo.map(() => [frameName({})]);
         throw err;

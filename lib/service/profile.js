@@ -97,92 +97,6 @@ function jsFrame(name) {
   return js ? { name: js[1], kind: 'js', file: js[2], line: Number(js[3]), label: name } : { name, kind: 'jit', label: name };
 }
 
-const PERF_MAP_READ_MAX = 64 * 1024 * 1024;
-
-/** The size of this process's perf map now (0 without one): a window's end in it. */
-function perfMapEnd(pid) {
-  try {
-    return fs.statSync(`/tmp/perf-${pid}.map`).size;
-  } catch {
-    return 0;
-  }
-}
-
-/**
- * The perf map's lines written before byte `end` (its last 64 MiB at most,
- * whole lines only), '' without one.
- */
-function perfMapText(pid, end = Infinity) {
-  let fd;
-  try {
-    fd = fs.openSync(`/tmp/perf-${pid}.map`, 'r');
-  } catch {
-    return '';
-  }
-  try {
-    const size = Math.min(end, fs.fstatSync(fd).size);
-    const from = Math.max(0, size - PERF_MAP_READ_MAX);
-    const buf = Buffer.alloc(size - from);
-    let got = 0;
-    while (got < buf.length) {
-      const n = fs.readSync(fd, buf, got, buf.length - got, from + got);
-      if (n === 0) break;
-      got += n;
-    }
-    const text = buf.subarray(0, got).toString('utf8');
-    // whole lines: a line cut by `from` or by the end is dropped
-    const first = from > 0 ? text.indexOf('\n') + 1 : 0;
-    return text.slice(first, text.lastIndexOf('\n') + 1);
-  } finally {
-    fs.closeSync(fd);
-  }
-}
-
-/**
- * The perf map's name of each of `addresses` (sorted numbers), the entry
- * written LAST that covers it winning: V8 reuses the memory of collected
- * code (and, with --interpreted-frames-native-stack, of trampoline copies),
- * so an address can be in an old entry and in the one of the code there
- * now. Only the lines written before byte `end` count: the window's end, as
- * code compiled after the samples (the decoding of this very window) can
- * land where the sampled code was. Map(address -> raw name).
- */
-function perfMapNames(pid, addresses, end = Infinity) {
-  const out = new Map();
-  if (!addresses.length) return out;
-  for (const line of perfMapText(pid, end).split('\n')) {
-    const m = /^([0-9a-f]+) ([0-9a-f]+) (.*)$/.exec(line);
-    if (!m) continue;
-    const start = Number.parseInt(m[1], 16);
-    const stop = start + Number.parseInt(m[2], 16);
-    // the first address at or above start
-    let lo = 0;
-    let hi = addresses.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >> 1;
-      if (addresses[mid] < start) lo = mid + 1;
-      else hi = mid;
-    }
-    for (let i = lo; i < addresses.length && addresses[i] < stop; i++) out.set(addresses[i], m[3]);
-  }
-  return out;
-}
-
-/** The name of the symbol of `symbols` (sorted by start) that holds `at`, or undefined. */
-function lookup(symbols, at) {
-  let lo = 0;
-  let hi = symbols.length - 1;
-  let best;
-  while (lo <= hi) {
-    const mid = (lo + hi) >> 1;
-    if (symbols[mid].start <= at) {
-      best = symbols[mid];
-      lo = mid + 1;
-    } else hi = mid - 1;
-  }
-  return best && (at < best.start + best.size || best.size === 0) ? best.name : undefined;
-}
-
 /** What a thread is, by its name (/proc/self/task/TID/comm; Node 20 names them all `node`). */
 function threadKind(tid, comm, { tgid, library }) {
   if (tid === tgid) return 'main';
@@ -281,7 +195,6 @@ class Profiler {
   #busy = null; // what holds the window: 'a collect()', 'a push to URL'
   #abort = null; // ends the running window early
   #pushes = new Set();
-  #ownSymbols = null; // path -> symbols, when blazesym cannot read this process's map_files
   #v8Error = null; // why JS frames are not walked (lib/frames/v8.js), or null
 
   /** Not for users: `bpf.profile(options)` makes one. */
@@ -376,10 +289,10 @@ class Profiler {
       this.#abort = null;
       for (const link of links.splice(0)) link.detach();
       // the perf map as the samples saw it: what is written from here on came after them
-      const perfMapEndsAt = perfMapEnd(process.pid);
+      this.#symbolizer.endWindow([process.pid]);
       if (this.closed) throw codedError('ERR_BPF_CLOSED', 'profiler.collect(): the profiler was closed during the window');
       const durationNs = Number(process.hrtime.bigint() - startHr);
-      return new ProfileWindow(this.#read({ startNs, durationNs, periodNs, perfMapEndsAt }));
+      return new ProfileWindow(this.#read({ startNs, durationNs, periodNs }));
     } finally {
       this.#abort = null;
       for (const link of links) link.detach();
@@ -388,7 +301,7 @@ class Profiler {
   }
 
   /** The window's counts, named, and the maps emptied for the next. */
-  #read({ startNs, durationNs, periodNs, perfMapEndsAt }) {
+  #read({ startNs, durationNs, periodNs }) {
     const obj = this.#obj;
     const stackMap = obj.getMap('stacks');
     const cpuRows = obj.getMap('counts').getBatch();
@@ -430,21 +343,9 @@ class Profiler {
     const maps = readMappings();
     const userList = [...userAddrs];
     const kernelList = [...kernelAddrs];
-    const userNames = new Map(userList.length ? this.#userNames(userList, maps, perfMapEndsAt).map((n, i) => [userList[i], n]) : []);
-    // where an address is in several perf map entries, the code there at the window's end is the last one's before it (see perfMapNames)
-    const jitList = userList.filter((a) => mappingAt(maps, Number(a))?.jit);
-    const latest = perfMapNames(process.pid, jitList.map(Number).sort((x, y) => x - y), perfMapEndsAt);
-    for (const a of jitList) {
-      const raw = latest.get(Number(a));
-      if (raw === undefined) {
-        // only a line written after the window names it: not what was sampled
-        if (perfMap) userNames.set(a, ['[unknown]']);
-        continue;
-      }
-      const name = stacks.frameName({ name: raw });
-      const names = userNames.get(a);
-      if (!names[names.length - 1].startsWith(name)) userNames.set(a, [name]);
-    }
+    // per address: the functions inlined there (innermost first), then the physical one; JIT code
+    // named by the perf map as it was at the window's end (endWindow above)
+    const userNames = new Map(userList.length ? this.#symbolizer.userFrames(process.pid, userList).map((n, i) => [userList[i], n]) : []);
     const kernelNames = new Map(kernelList.length ? this.#symbolizer.kernel(kernelList).map((n, i) => [kernelList[i], n]) : []);
     const frames = new Map(); // 'u'/'k' + address -> frame
     const userFrame = (a) => {
@@ -529,43 +430,6 @@ class Profiler {
     if (v8Dropped) notes.push(`${v8Dropped} stacks' JavaScript frames not kept, their table was full: named from the perf map, if any`);
     if (dropped.samples || dropped.offCpu) notes.push(`not counted, their table was full: ${dropped.samples} CPU samples, ${dropped.offCpu} off-CPU intervals`);
     return { startNs, durationNs, periodNs, frequency: this.#options.frequency, perfMap, dropped, notes, ...out };
-  }
-
-  /**
-   * The names of user addresses: blazesym's (lib/frames/stacks.js), or where it
-   * cannot read /proc/self/map_files (that takes CAP_SYS_ADMIN: a service
-   * run with CAP_BPF + CAP_PERFMON only), the ELF symbols of the mapped
-   * files and the perf map (its lines before byte `perfMapEndsAt`), read here.
-   */
-  #userNames(addresses, maps, perfMapEndsAt) {
-    if (!this.#ownSymbols) {
-      try {
-        // per address: the functions inlined there (innermost first), then the physical one
-        return this.#symbolizer.userFrames ? this.#symbolizer.userFrames(process.pid, addresses) : this.#symbolizer.user(process.pid, addresses).map((n) => [n]);
-      } catch (err) {
-        if (!/map_files|EACCES|EPERM|permission/i.test(err.message)) throw err;
-        this.#ownSymbols = new Map(); // path -> sorted symbols
-      }
-    }
-    const jitAddresses = addresses.map(Number).filter((a) => mappingAt(maps, a)?.jit).sort((x, y) => x - y);
-    const jit = perfMapNames(process.pid, jitAddresses, perfMapEndsAt);
-    return addresses.map((a) => {
-      const address = Number(a);
-      const m = mappingAt(maps, address);
-      if (!m) return ['[unknown]'];
-      if (m.jit) return [stacks.frameName({ name: jit.get(address) })];
-      if (!m.file) return ['[unknown]'];
-      if (!this.#ownSymbols.has(m.path)) {
-        let syms = [];
-        try {
-          syms = native.elfSymbols(m.path).filter((x) => x.fileOffset !== undefined).map((x) => ({ start: Number(x.fileOffset), size: x.size ?? 0, name: x.name })).sort((x, y) => x.start - y.start);
-        } catch {
-          // not readable: its frames stay unnamed
-        }
-        this.#ownSymbols.set(m.path, syms);
-      }
-      return [stacks.frameName({ name: lookup(this.#ownSymbols.get(m.path), address - m.start + m.offset) })];
-    });
   }
 
   #localTid(kernelTid) {
@@ -764,4 +628,4 @@ function profile(options) {
   return new Profiler(options);
 }
 
-module.exports = { profile, Profiler, ProfileWindow, threadKind, perfMapNames, DEFAULT_FREQUENCY, MAX_FREQUENCY, OFFCPU_SAMPLE_TYPES };
+module.exports = { profile, Profiler, ProfileWindow, threadKind, DEFAULT_FREQUENCY, MAX_FREQUENCY, OFFCPU_SAMPLE_TYPES };

@@ -4,11 +4,17 @@
 //! truncates meanwhile SIGBUSes the tracer) and fails on the first
 //! malformed line. Here the file is read (its last 64 MiB at most), a
 //! malformed line is skipped, and lookups are a binary search.
+//!
+//! A map can be read up to an end offset (a byte length, `end`): the map as
+//! it was when a profile window ended. V8 reuses the memory of collected
+//! code, and the last line for an address wins, so code compiled after the
+//! window (the decoding of the window itself) would otherwise name the
+//! sampled addresses it lands on.
 
 use std::path::Path;
 
-use super::files::{self, FileId, MAX_PERF_MAP_SIZE};
-use crate::error::BpfResult;
+use super::files::{self, Checked, FileId, Links, MAX_PERF_MAP_SIZE};
+use crate::error::{BpfResult, Code};
 
 /// One JIT function.
 #[derive(Debug, PartialEq, Eq)]
@@ -22,6 +28,8 @@ pub(super) struct JitSymbol {
 /// starts.
 pub(super) struct PerfMap {
   pub id: FileId,
+  /// The byte length read, when the read had an end offset.
+  stop: Option<u64>,
   symbols: Vec<JitSymbol>,
 }
 
@@ -85,28 +93,73 @@ pub(super) fn path_of(pid: u32) -> String {
   format!("/tmp/perf-{ns_pid}.map")
 }
 
-/// The perf map of process `pid` (at `path` in its file system), parsed,
-/// or `cached` again when the file has not changed. `None` when the
-/// process has none; an error when it is no regular file or a link. Of a
-/// map over 64 MiB (a long-running process), the last 64 MiB: the lines
-/// written last, which win anyway where addresses were reused.
-pub(super) fn load(pid: u32, path: &str, cached: Option<PerfMap>) -> BpfResult<Option<PerfMap>> {
-  let mut checked = match files::open_in_root(pid, path, u64::MAX, "the perf map") {
-    Ok(checked) => checked,
-    Err(e) if e.code == crate::error::Code::NotFound => return Ok(None),
-    Err(e) => return Err(e),
+/// Where a process's perf map is looked for.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Place {
+  /// In the process's own file system: while it runs.
+  ItsRoot,
+  /// There while it runs; once it has exited, /tmp/perf-PID.map here
+  /// (node leaves its map behind).
+  ItsRootOrHere,
+}
+
+/// The perf map of process `pid`, opened and checked (`None` when it has
+/// none); an error when it is no regular file or a link.
+fn open(pid: u32, place: Place) -> BpfResult<Option<Checked>> {
+  let not_found = |r: BpfResult<Checked>| match r {
+    Ok(checked) => Ok(Some(checked)),
+    Err(e) if e.code == Code::NotFound => Ok(None),
+    Err(e) => Err(e),
   };
-  if let Some(map) = cached.filter(|m| m.id == checked.id) {
+  match not_found(files::open_in_root(pid, &path_of(pid), u64::MAX, "the perf map"))? {
+    None if place == Place::ItsRootOrHere && !Path::new(&format!("/proc/{pid}")).exists() => {
+      let here = format!("/tmp/perf-{pid}.map");
+      not_found(files::open_regular(Path::new(&here), Links::Refuse, u64::MAX, "the perf map"))
+    }
+    found => Ok(found),
+  }
+}
+
+/// The size of process `pid`'s perf map now, in bytes (0 without one, or
+/// with one that is no regular file): the end offset of a window.
+pub(super) fn size(pid: u32, place: Place) -> u64 {
+  open(pid, place).ok().flatten().map_or(0, |checked| checked.size)
+}
+
+/// The perf map of process `pid`, parsed, or `cached` again when neither
+/// the file nor `end` has changed. `None` when the process has none; an
+/// error when it is no regular file or a link. `end`: the byte length to
+/// read (the map's size when a window ended), whole lines only; without
+/// it, all of the map. Of more than 64 MiB (a long-running process), the
+/// last 64 MiB before the end: the lines written last, which win anyway
+/// where addresses were reused.
+pub(super) fn load(pid: u32, place: Place, cached: Option<PerfMap>, end: Option<u64>) -> BpfResult<Option<PerfMap>> {
+  let Some(mut checked) = open(pid, place)? else { return Ok(None) };
+  let stop = end.map(|end| end.min(checked.size));
+  if let Some(map) = cached.filter(|m| m.id == checked.id && m.stop == stop) {
     return Ok(Some(map));
   }
-  let skipped = checked.size.saturating_sub(MAX_PERF_MAP_SIZE);
-  let text = files::read_tail(&mut checked, skipped, MAX_PERF_MAP_SIZE, Path::new(path), "the perf map")?;
-  // a cut first line is no line
-  let text = match skipped {
-    0 => &text[..],
-    _ => text.iter().position(|&b| b == b'\n').map_or(&[][..], |newline| &text[newline + 1..]),
+  let len = stop.unwrap_or(checked.size);
+  let skipped = len.saturating_sub(MAX_PERF_MAP_SIZE);
+  // without an end, what the map has grown by since the fstat is read too
+  let cap = stop.map_or(MAX_PERF_MAP_SIZE, |stop| stop - skipped);
+  let text = files::read_tail(&mut checked, skipped, cap, Path::new(&path_of(pid)), "the perf map")?;
+  Ok(Some(PerfMap { id: checked.id, stop, symbols: parse(whole_lines(&text, skipped > 0, stop.is_some())) }))
+}
+
+/// The lines of `text` read from a map: a first line cut by the start of
+/// the read (`cut_first`) is no line, nor a last one cut by its end
+/// (`cut_last`: a read to an end offset, which may fall inside a line or
+/// after one being written).
+fn whole_lines(text: &[u8], cut_first: bool, cut_last: bool) -> &[u8] {
+  let text = match cut_first {
+    false => text,
+    true => text.iter().position(|&b| b == b'\n').map_or(&[][..], |newline| &text[newline + 1..]),
   };
-  Ok(Some(PerfMap { id: checked.id, symbols: parse(text) }))
+  match cut_last {
+    false => text,
+    true => text.iter().rposition(|&b| b == b'\n').map_or(&[][..], |newline| &text[..=newline]),
+  }
 }
 
 #[cfg(test)]
@@ -114,7 +167,7 @@ mod tests {
   use super::*;
 
   fn map(text: &str) -> PerfMap {
-    PerfMap { id: (0, 0, 0, 0, 0), symbols: parse(text.as_bytes()) }
+    PerfMap { id: (0, 0, 0, 0, 0), stop: None, symbols: parse(text.as_bytes()) }
   }
 
   #[test]
@@ -135,5 +188,18 @@ mod tests {
     assert_eq!(m.find(0x1052).unwrap().0.name, "inner");
     // past inner's end, inside new's: the nearest start below is inner's
     assert!(m.find(0x1070).is_none());
+  }
+
+  #[test]
+  fn a_read_to_an_end_offset_keeps_whole_lines_before_it() {
+    let text = b"1000 100 JS:*hotLoop a.js:1:1\n1080 100 JS:^toBigInt b.js:2:2\n2000 10 JS:~cut";
+    let names = |t: &[u8]| parse(t).into_iter().map(|s| s.name).collect::<Vec<_>>();
+    assert_eq!(names(whole_lines(&text[..30], false, true)), ["JS:*hotLoop a.js:1:1"]);
+    assert_eq!(names(whole_lines(&text[..40], false, true)), ["JS:*hotLoop a.js:1:1"], "a line cut by the end");
+    assert_eq!(names(whole_lines(text, false, true)), ["JS:*hotLoop a.js:1:1", "JS:^toBigInt b.js:2:2"], "one being written");
+    assert_eq!(names(whole_lines(text, false, false)).len(), 3, "without an end: every line");
+    assert_eq!(names(whole_lines(&text[5..], true, true)), ["JS:^toBigInt b.js:2:2"], "a line cut by the start");
+    assert!(whole_lines(&text[..20], false, true).is_empty());
+    assert!(whole_lines(&text[..20], true, false).is_empty());
   }
 }

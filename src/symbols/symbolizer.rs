@@ -29,7 +29,7 @@ use napi_derive::napi;
 
 use super::{
   files::{self, FileId, Links, MAX_ELF_SIZE},
-  perf_map::{self, PerfMap},
+  perf_map::{self, PerfMap, Place},
 };
 use crate::error::{guard, BpfError, BpfResult, Code, Result};
 
@@ -94,6 +94,31 @@ fn frames(results: Vec<Symbolized<'_>>) -> Vec<Frame> {
 
 fn addresses(addrs: &[BigInt]) -> Vec<u64> {
   addrs.iter().map(|a| a.get_u64().1).collect()
+}
+
+/// A perf map's end offset from JavaScript: a byte length, none for all.
+fn end_offset(end: Option<i64>) -> BpfResult<Option<u64>> {
+  end
+    .map(|end| {
+      u64::try_from(end).map_err(|_| {
+        BpfError::new(
+          Code::InvalidValue,
+          format!("perfMapEnd: {end} is no byte offset: give symbolizer.perfMapSize(pid) taken when the window ended"),
+        )
+      })
+    })
+    .transpose()
+}
+
+/// The JIT frame of `map` that covers `addr`.
+fn jit_frame(map: &PerfMap, addr: u64) -> Option<Frame> {
+  map.find(addr).map(|(s, offset)| Frame {
+    name: Some(s.name.clone()),
+    module: None,
+    offset: offset.min(u64::from(u32::MAX)) as u32,
+    file: None,
+    line: None,
+  })
 }
 
 /// A line of /proc/PID/maps.
@@ -177,15 +202,52 @@ impl Symbolizer {
   /// of the process that is no regular ELF file (or over 1 GiB), or a perf
   /// map that is no regular file, leaves its addresses unnamed; malformed
   /// perf map lines are skipped, and of a map over 64 MiB the last 64 MiB
-  /// are read.
+  /// are read. `perfMapEnd`: the byte length of the perf map to read
+  /// (`perfMapSize(pid)` taken when a profile window ended: code compiled
+  /// after it, which can reuse a sampled address, does not name it);
+  /// without it, all of the map.
   #[napi]
-  pub fn process(&self, pid: u32, addresses_: Vec<BigInt>) -> Result<Vec<Frame>> {
-    guard(|| self.symbolize_process(pid, &addresses(&addresses_)))
+  pub fn process(&self, pid: u32, addresses_: Vec<BigInt>, perf_map_end: Option<i64>) -> Result<Vec<Frame>> {
+    guard(|| self.symbolize_process(pid, &addresses(&addresses_), end_offset(perf_map_end)?))
+  }
+
+  /// The size of process `pid`'s perf map now, in bytes (0 without one):
+  /// the `perfMapEnd` of a window that ends now. Once the process has
+  /// exited, of /tmp/perf-PID.map here (as `perfMap`).
+  #[napi]
+  pub fn perf_map_size(&self, pid: u32) -> Result<i64> {
+    guard(|| Ok(perf_map::size(pid, Place::ItsRootOrHere).min(i64::MAX as u64) as i64))
+  }
+
+  /// JIT frames of process `pid` from its perf map alone (a frame without
+  /// a name where no line covers the address), as `process` reads it, up
+  /// to `perfMapEnd` bytes; the process need not run: once it has exited,
+  /// /tmp/perf-PID.map here (node leaves it behind) is read.
+  #[napi]
+  pub fn perf_map(&self, pid: u32, addresses_: Vec<BigInt>, perf_map_end: Option<i64>) -> Result<Vec<Frame>> {
+    guard(|| {
+      let end = end_offset(perf_map_end)?;
+      let addrs = addresses(&addresses_);
+      let named =
+        self.with_perf_map(pid, Place::ItsRootOrHere, end, |map| addrs.iter().map(|&a| jit_frame(map, a)).collect::<Vec<_>>());
+      Ok(named.unwrap_or_else(|| addrs.iter().map(|_| None).collect()).into_iter().map(|f| f.unwrap_or_else(unknown)).collect())
+    })
   }
 }
 
 impl Symbolizer {
-  fn symbolize_process(&self, pid: u32, addrs: &[u64]) -> BpfResult<Vec<Frame>> {
+  /// `f` of process `pid`'s perf map read up to `end` (cached by pid),
+  /// None when it has none or one that is no regular file or a link.
+  fn with_perf_map<T>(&self, pid: u32, place: Place, end: Option<u64>, f: impl FnOnce(&PerfMap) -> T) -> Option<T> {
+    let mut perf_maps = self.perf_maps.borrow_mut();
+    let cached = perf_maps.remove(&pid);
+    let map = perf_map::load(pid, place, cached, end).ok()??;
+    let out = f(&map);
+    perf_maps.insert(pid, map);
+    Some(out)
+  }
+
+  fn symbolize_process(&self, pid: u32, addrs: &[u64], perf_map_end: Option<u64>) -> BpfResult<Vec<Frame>> {
     if pid == 0 || !Path::new(&format!("/proc/{pid}")).exists() {
       return Err(BpfError::new(Code::NotFound, format!("process {pid} does not exist (symbolize while it runs)")));
     }
@@ -230,24 +292,15 @@ impl Symbolizer {
       }
     }
     // the rest: JIT code, named by the perf map if the process writes one
+    // (a perf map that is no regular file, or a link: JIT frames unnamed)
     if out.iter().any(Option::is_none) {
-      let mut perf_maps = self.perf_maps.borrow_mut();
-      let cached = perf_maps.remove(&pid);
-      // a perf map that is no regular file, or a link: JIT frames unnamed
-      if let Ok(Some(map)) = perf_map::load(pid, &perf_map::path_of(pid), cached) {
+      self.with_perf_map(pid, Place::ItsRoot, perf_map_end, |map| {
         for (slot, &addr) in out.iter_mut().zip(addrs) {
           if slot.is_none() {
-            *slot = map.find(addr).map(|(s, offset)| Frame {
-              name: Some(s.name.clone()),
-              module: None,
-              offset: offset.min(u64::from(u32::MAX)) as u32,
-              file: None,
-              line: None,
-            });
+            *slot = jit_frame(map, addr);
           }
         }
-        perf_maps.insert(pid, map);
-      }
+      });
     }
     Ok(out.into_iter().map(|f| f.unwrap_or_else(unknown)).collect())
   }
