@@ -26,6 +26,7 @@ const MAX_SOURCE = 16 << 20; // a script's source read to compute its line ends
 const MAX_LINES = 1 << 20; // line ends of a script
 const MAX_TABLE = 1 << 20; // bytes of a source position table
 const MAX_INLINED = 256; // inlined functions of one Code
+const MAX_CODE_SCAN = 256 << 10; // bytes scanned below a pc for its code's start
 
 function codedError(code, message) {
   const err = /** @type {NodeJS.ErrnoException} */ (new Error(message));
@@ -111,12 +112,12 @@ class Memory {
     return Buffer.concat(parts).subarray(a - first, a - first + length);
   }
 
-  /** The u64 at `address` as a number (addresses fit in 53 bits), or null. */
+  /** The u64 at `address` as a number (addresses fit in 53 bits; a larger value: 0), or null: unreadable. */
   word(address) {
     const b = this.read(address, 8);
     if (!b) return null;
     const v = b.readBigUInt64LE(0);
-    return v < 2n ** 53n ? Number(v) : null;
+    return v < 2n ** 53n ? Number(v) : 0;
   }
 
   /** The raw u64 at `address` as a bigint, or null. */
@@ -154,13 +155,14 @@ class Memory {
  * - scopeInfoPositions: ScopeInfo keeps the function's start and end at fixed slots 3, 4 (V8 >= 12.8.44);
  * - deoptSfiWrapped: the deopt literal array holds SharedFunctionInfoWrappers (V8 >= 13);
  * - codeInstructionStart, codeFlags, codeInstructionSize: where V8 11 exports none;
+ * - positionCodeShift: the flag bits below a source position table's code delta (positionAt);
  * - inliningPositionSize: sizeof(InliningPosition) (SourcePosition u64, inlined_function_id i32, padding).
  */
 const KNOWN = {
-  '11.3': { sfiFunctionData: 8, bytecodePositions: 32, interpreterDataBytecode: 8, codePositions: 24, codeDeopt: 16, codeInstructionStart: 40, codeFlags: 48, codeInstructionSize: 56, scopeInfoPositions: false, deoptSfiWrapped: false, inliningPositionSize: 16 },
-  '12.4': { sfiFunctionData: 8, bytecodePositions: 32, interpreterDataBytecode: 8, codePositions: 16, codeDeopt: 8, scopeInfoPositions: false, deoptSfiWrapped: false, inliningPositionSize: 16 },
-  '13.6': { sfiFunctionData: 8, bytecodePositions: 32, interpreterDataBytecode: 8, codePositions: 16, codeDeopt: 8, scopeInfoPositions: true, deoptSfiWrapped: true, inliningPositionSize: 16 },
-  '14.6': { sfiFunctionData: 8, bytecodePositions: 32, interpreterDataBytecode: 8, codePositions: 16, codeDeopt: 8, scopeInfoPositions: true, deoptSfiWrapped: true, inliningPositionSize: 16 },
+  '11.3': { positionCodeShift: 1, sfiFunctionData: 8, bytecodePositions: 32, interpreterDataBytecode: 8, codePositions: 24, codeDeopt: 16, codeInstructionStart: 40, codeFlags: 48, codeInstructionSize: 56, scopeInfoPositions: false, deoptSfiWrapped: false, inliningPositionSize: 16 },
+  '12.4': { positionCodeShift: 1, sfiFunctionData: 8, bytecodePositions: 24, interpreterDataBytecode: 8, codePositions: 16, codeDeopt: 8, scopeInfoPositions: false, deoptSfiWrapped: false, inliningPositionSize: 16 },
+  '13.6': { positionCodeShift: 1, sfiFunctionData: 8, bytecodePositions: 24, interpreterDataBytecode: 8, codePositions: 16, codeDeopt: 8, scopeInfoPositions: true, deoptSfiWrapped: true, inliningPositionSize: 16 },
+  '14.6': { positionCodeShift: 2, sfiFunctionData: 8, bytecodePositions: 24, interpreterDataBytecode: 8, codePositions: 16, codeDeopt: 8, scopeInfoPositions: true, deoptSfiWrapped: true, inliningPositionSize: 16 },
 };
 
 /** The first of `names` that `values` has. */
@@ -245,7 +247,10 @@ function heapLayout(values, version) {
       code: t('Code'),
       fixedArray: t('FixedArray'),
       oddball: t('Oddball'),
+      instructionStream: t('InstructionStream'),
     },
+    streamInstructions: c('InstructionStream', 'instruction_start'),
+    streamCode: 8, // InstructionStream::code, right after its map
     uncompiled: [...values].filter(([k]) => k.startsWith('v8dbg_type_Uncompiled')).map(([, v]) => v),
   };
   if (layout.sfiName === undefined || layout.sfiScript === undefined || layout.types.sfi === undefined) layout.unknown ??= `V8 ${key}: no SharedFunctionInfo layout among its v8dbg_* symbols`;
@@ -476,6 +481,32 @@ class Heap {
   }
 
   /**
+   * The Code whose instructions hold `pc`, found from the pc alone (where the
+   * walk has none: leaptiering, on-stack replacement): the InstructionStream
+   * that starts at most MAX_CODE_SCAN bytes below, its Code pointing back at
+   * it. `{ addr, ...code(addr) }`, or null.
+   */
+  codeAt(pc) {
+    const L = this.L;
+    if (L.types.instructionStream === undefined || L.streamInstructions === undefined) return null;
+    const top = pc - (pc % 32);
+    for (let s = top; s > top - MAX_CODE_SCAN; s -= 32) {
+      const stream = s - L.streamInstructions + 1;
+      const map = this.field(stream, L.map);
+      if (map === null) return null;
+      if (map !== this.streamMap) {
+        if (this.streamMap !== undefined || !this.isObject(map) || this.mem.u16(map - 1 + L.instanceType) !== L.types.instructionStream) continue;
+      }
+      const addr = this.field(stream, L.streamCode);
+      const code = this.code(addr);
+      if (!code || code.start !== s) continue;
+      this.streamMap = map; // (one map for all of them)
+      return pc < code.start + code.size ? { addr, ...code } : null;
+    }
+    return null;
+  }
+
+  /**
    * The inlined functions of optimized code's deopt data `deopt`: `{ sfis:
    * [SFI of inlining id i], positions: [caller position of inlining id i,
    * with its own inlining id] }`, or null.
@@ -511,31 +542,34 @@ class Heap {
  * The entry of source position table `table` (bytes) that covers code
  * offset `offset`: the raw source position (a bigint: script offset << 1,
  * inlining id from bit 31), or null where none does. Bounded by the table.
+ * Each entry: the code offset's delta, then the position's delta (a signed,
+ * zigzag VLQ). The code delta is an unsigned VLQ whose low `codeShift` bits
+ * are flags: V8 <= 13, 1 (a zigzag sign: the statement flag); V8 14, 2.
  */
-function positionAt(table, offset) {
+function positionAt(table, offset, codeShift = 1) {
   let at = 0;
-  const vlq = () => {
+  const uvlq = () => {
     let v = 0n;
     for (let shift = 0n; shift < 70n; shift += 7n) {
       if (at >= table.length) return null;
       const b = table[at++];
       v |= BigInt(b & 0x7f) << shift;
-      if (!(b & 0x80)) return (v >> 1n) ^ -(v & 1n);
+      if (!(b & 0x80)) return v;
     }
     return null;
   };
+  const shift = BigInt(codeShift);
   let code = -1n;
   let pos = 0n;
   let found = null;
   while (at < table.length) {
-    const d = vlq();
+    const d = uvlq();
     if (d === null) return found;
-    // a negative code delta marks an expression position (not a statement)
-    code += d >= 0n ? d : -d - 1n;
+    code += d >> shift;
     if (code > BigInt(offset)) break;
-    const p = vlq();
+    const p = uvlq();
     if (p === null) return found;
-    pos += p;
+    pos += (p >> 1n) ^ -(p & 1n);
     found = pos;
   }
   return found;

@@ -163,6 +163,23 @@ class V8Names {
     return info;
   }
 
+  /** The Code holding `pc` (cached by pc, validated: still a Code covering it), or null. */
+  codeAt(pc) {
+    const h = this.heap;
+    const cached = this.codes.get(pc);
+    if (cached) {
+      const c = h.code(cached);
+      if (c && c.start <= pc && pc < c.start + c.size) return c;
+      this.codes.delete(pc);
+    }
+    const found = h.codeAt(pc);
+    if (found) {
+      if (this.codes.size >= MAX_CACHE) this.codes.clear();
+      this.codes.set(pc, found.addr);
+    }
+    return found;
+  }
+
   /** A named frame of function `fn` at source position `position` (or its start). */
   named(fn, kind, position, reason) {
     let where = position === null ? null : lineOf(fn.lineEnds, position);
@@ -193,7 +210,10 @@ class V8Names {
     if (!fn) return unnamed(`sfi=0x${sfi.toString(16)}: not a SharedFunctionInfo (moved or freed)`);
     this.stats.named++;
     let out;
-    if (this.interpreted(pc)) {
+    if (!fn.file) {
+      // no script: a builtin (Math.sqrt, Array.prototype.map) or API function
+      out = [{ name: fn.name, kind: 'builtin' }];
+    } else if (this.interpreted(pc)) {
       out = [this.interpretedFrame(fn, frame)];
     } else {
       out = this.compiledFrame(fn, sfi, num(frame.code), pc, innermost);
@@ -210,7 +230,7 @@ class V8Names {
     if (offset === null || !fn.bytecode) return this.named(fn, 'interpreted', null, offset === null ? 'the bytecode offset slot is not a SMI' : null);
     const table = h.bytecodePositions(fn.bytecode);
     if (!table) return this.named(fn, 'interpreted', null, 'no source positions collected for its bytecode (lazy source positions): the line where the function starts');
-    const pos = splitPosition(positionAt(table, offset - (this.layout.bytecodeData - 1)));
+    const pos = splitPosition(positionAt(table, offset - (this.layout.bytecodeData - 1), this.layout.positionCodeShift));
     return this.named(fn, 'interpreted', pos ? pos.offset : null, null);
   }
 
@@ -218,9 +238,13 @@ class V8Names {
   compiledFrame(fn, sfi, codeAddr, pc, innermost) {
     const h = this.heap;
     const L = this.layout;
-    const code = codeAddr ? h.code(codeAddr) : null;
-    if (!code || pc < code.start || pc >= code.start + code.size + (innermost ? 0 : 1)) {
-      return [this.named(fn, 'unknown', null, code ? "the pc is outside the function's current code (on-stack replacement or replaced code): the line where the function starts" : 'no code object: the line where the function starts')];
+    const at = innermost ? pc : pc - 1; // (a return address: the call is before it)
+    let code = codeAddr ? h.code(codeAddr) : null;
+    if (!code || at < code.start || at >= code.start + code.size) {
+      // the code on the stack is not the function's current one (leaptiering without
+      // the dispatch table, on-stack replacement, replaced code): find it from the pc
+      code = this.codeAt(at);
+      if (!code) return [this.named(fn, 'unknown', null, 'no code found for the pc: the line where the function starts')];
     }
     const kind = code.kind === L.codeKindBaseline ? 'baseline' : code.kind === L.codeKindBaseline + 1 ? 'maglev' : code.kind === L.codeKindBaseline + 2 ? 'turbofan' : 'compiled';
     if (kind === 'baseline') return [this.named(fn, kind, null, 'baseline code: the line where the function starts')];
@@ -229,7 +253,7 @@ class V8Names {
     const owner = deoptSfi !== null && h.type(deoptSfi) !== L.types.sfi && h.isObject(deoptSfi) ? h.field(deoptSfi, 8) : deoptSfi;
     if (owner !== sfi) return [this.named(fn, kind, null, "the code is not the function's (replaced): no line")];
     const table = h.byteArray(code.positionsObj);
-    const raw = table ? positionAt(table, pc - code.start - (innermost ? 0 : 1)) : null;
+    const raw = table ? positionAt(table, at - code.start, L.positionCodeShift) : null;
     const pos = splitPosition(raw);
     if (!pos) return [this.named(fn, kind, null, table ? null : 'no source positions for its code')];
     if (pos.inlining < 0) return [this.named(fn, kind, pos.offset, null)];
