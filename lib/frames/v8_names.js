@@ -32,6 +32,13 @@ const { Memory, Heap, heapLayout, positionAt, splitPosition, lineOf } = require(
 
 const MAX_CACHE = 8192;
 
+/**
+ * One function of a frame: `kind` interpreted, baseline, maglev, turbofan,
+ * compiled, builtin, unknown (no code found: the line where it starts) or
+ * unnamed (`name` "[JS …]"); `reason` says why a line or name is missing.
+ * @typedef {{ name: string, file?: string, line?: number, column?: number, kind: string, inlined?: boolean, reason?: string }} JsFrame
+ */
+
 /** Interpreter address ranges of a binary (by file): [[fileOffset, end]], sorted. */
 const interpreterCache = new Map();
 
@@ -209,6 +216,7 @@ class V8Names {
     const fn = this.function(sfi);
     if (!fn) return unnamed(`sfi=0x${sfi.toString(16)}: not a SharedFunctionInfo (moved or freed)`);
     this.stats.named++;
+    /** @type {JsFrame[]} */
     let out;
     if (!fn.file) {
       // no script: a builtin (Math.sqrt, Array.prototype.map) or API function
