@@ -194,9 +194,9 @@ describe('the walk, on flagless nodes', { skip }, () => {
   });
 });
 
-// the naming (the addon's V8Symbolizer, src/v8/: branch v8-naming) names the walked frames; until it is merged these run as todo
-const NAMING = typeof (/** @type {any} */ (bpf).V8Symbolizer ?? /** @type {any} */ (require('../lib/core/native')).V8Symbolizer) === 'function';
-const todo = NAMING ? false : "the addon has no V8Symbolizer yet (src/v8/, branch v8-naming): JS frames are raw [JS sfi=0x...]";
+// the naming (lib/frames/v8_names.js: the process's memory) names the walked frames
+const NAMING = true;
+const todo = false;
 const STACKCOUNT = path.join(__dirname, '..', 'examples', 'stackcount.js');
 const HOT_LINES = [5, 9]; // hotLoopNf in fixtures/v8_hot.js
 

@@ -20,8 +20,10 @@
  */
 const fs = require('node:fs');
 const native = require('../core/native');
+const { V8Names } = require('./v8_names');
 
 const FRAME_WORDS = 4; // struct v8_frame: pc, sfi, code, slot
+const MAX_PROCESSES = 256; // processes named at once (each keeps its /proc/PID/mem open)
 
 function codedError(code, message) {
   const err = /** @type {NodeJS.ErrnoException} */ (new Error(message));
@@ -121,19 +123,17 @@ function first(values, ...names) {
 }
 
 /**
- * struct v8_layout of process `pid` from the v8dbg_* symbols of its node
- * binary, as a plain object (the v8_layouts map's value), or throws a coded
- * error saying why there is none. Provisional: the addon's V8Symbolizer
- * replaces it.
+ * The node binary of process `pid`: `{ exe (its path in the process), file
+ * (through /proc/PID/root), id, values, version }` (v8dbgValues, read once per binary).
  */
-function provisionalLayout(pid) {
+function binaryOf(pid) {
   let exe;
   try {
-    exe = fs.readlinkSync(`/proc/${pid}/exe`);
+    exe = fs.readlinkSync(`/proc/${pid}/exe`).replace(/ \(deleted\)$/, '');
   } catch (err) {
     throw codedError('ERR_V8_NO_PROCESS', `process ${pid}: ${err.message}`);
   }
-  const file = `/proc/${pid}/root${exe.replace(/ \(deleted\)$/, '')}`;
+  const file = `/proc/${pid}/root${exe}`;
   // one read per binary (a system-wide stackcount meets many processes of the same node)
   let id;
   try {
@@ -146,7 +146,17 @@ function provisionalLayout(pid) {
     if (symbolCache.size >= 16) symbolCache.clear();
     symbolCache.set(id, v8dbgValues(file));
   }
-  const { values, version } = symbolCache.get(id);
+  return { exe, file, id, ...symbolCache.get(id) };
+}
+
+/**
+ * struct v8_layout of process `pid` from the v8dbg_* symbols of its node
+ * binary, as a plain object (the v8_layouts map's value), or throws a coded
+ * error saying why there is none. Provisional: the addon's V8Symbolizer
+ * replaces it.
+ */
+function provisionalLayout(pid) {
+  const { exe, values, version } = binaryOf(pid);
   if (!values.size) throw codedError('ERR_V8_NOT_NODE', `process ${pid} (${exe}) has no v8dbg_* symbols: not a node (or a stripped one); JavaScript frames are named from its perf map, if any`);
   if (version.length !== 3) throw codedError('ERR_V8_VERSION', `process ${pid} (${exe}): V8's version symbols are missing`);
   const [major, minor, build] = version;
@@ -203,15 +213,22 @@ class V8Frames {
     this.processes = new Map(); // pid -> { symbolizer, layout, error }
   }
 
-  /** Whether walked frames get names (the addon's V8Symbolizer); else they are raw, and lose to the perf map's names. */
+  /** Whether walked frames get names: yes (lib/frames/v8_names.js reads the process's memory; or the addon's V8Symbolizer). */
   get names() {
-    return typeof this.Symbolizer === 'function';
+    return true;
+  }
+
+  /** Closes what naming each process keeps open (its /proc/PID/mem). */
+  close() {
+    for (const p of this.processes.values()) p.names?.close();
+    this.processes.clear();
   }
 
   /** What naming process `pid` has: `{ symbolizer, layout, error }` (error: why its JS frames are not walked). */
   process(pid) {
     if (!this.processes.has(pid)) {
-      const p = { symbolizer: null, layout: null, error: null };
+      if (this.processes.size >= MAX_PROCESSES) this.close();
+      const p = { symbolizer: null, layout: null, error: null, names: undefined, namesError: null };
       try {
         if (this.Symbolizer) {
           p.symbolizer = new this.Symbolizer(pid);
@@ -307,9 +324,30 @@ class V8Frames {
         return out;
       }
     }
-    for (const [f, i] of js) out[i] = [{ name: rawName(f), kind: 'unnamed', inlined: false, label: rawName(f) }];
+    // named from the process's memory (lib/frames/v8_names.js)
+    if (p.names === undefined && !p.error) {
+      try {
+        p.names = new V8Names(pid, binaryOf(pid));
+      } catch (err) {
+        p.names = null;
+        p.namesError = err; // (ERR_V8_MEMORY: the privilege to read its memory)
+      }
+    }
+    if (p.names) {
+      p.names.epoch();
+      for (const [f, i] of js) {
+        const list = p.names.frame(f);
+        out[i] = list.map((g, k) => ({ ...g, inlined: k < list.length - 1, label: frameLabel(g) }));
+      }
+      return out;
+    }
+    const why = p.namesError ?? p.error;
+    for (const [f, i] of js) {
+      const name = why ? `[JS sfi=0x${f.sfi.toString(16)}: ${why.code ?? why.message}]` : rawName(f);
+      out[i] = [{ name, kind: 'unnamed', inlined: false, label: name, ...(why && { reason: why.message }) }];
+    }
     return out;
   }
 }
 
-module.exports = { V8Frames, provisionalLayout, v8dbgValues, rawName, frameLabel };
+module.exports = { V8Frames, provisionalLayout, binaryOf, v8dbgValues, rawName, frameLabel };

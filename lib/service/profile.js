@@ -611,6 +611,7 @@ class Profiler {
     for (const p of this.#pushes) p.stop();
     this.#abort?.();
     this.#obj.close();
+    this.#symbolizer.v8.close(); // (the /proc/PID/mem the naming keeps open)
   }
 }
 

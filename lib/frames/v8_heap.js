@@ -1,0 +1,599 @@
+'use strict';
+/**
+ * A node process's V8 heap, read from outside (issue 27): bounded reads of
+ * its memory through /proc/PID/mem, and the decoding of the few V8 objects
+ * that name a JavaScript frame (strings, SharedFunctionInfo, ScopeInfo,
+ * Script, BytecodeArray, Code and its deoptimization data).
+ *
+ * The traced process's memory is hostile input: every read is capped, every
+ * walk bounded, and anything that does not look like what it should (a
+ * failed read, a wrong instance type, a length out of range) gives null,
+ * never a throw. The only error is the coded one of `new Memory(pid)`: the
+ * process's memory cannot be opened.
+ *
+ * Offsets come from the node binary's v8dbg_* symbols; what V8 does not
+ * export comes from a table keyed by V8's major.minor (KNOWN below). A V8
+ * not in the table names no frame: `layout.unknown` says so.
+ */
+const fs = require('node:fs');
+
+const PAGE = 4096;
+const MAX_READ = 1 << 20; // one read: 1 MiB at most
+const MAX_PAGES = 4096; // the page cache: 16 MiB at most
+const MAX_STRING = 1024; // characters of a name kept
+const MAX_STRING_DEPTH = 8; // cons/thin/sliced hops
+const MAX_SOURCE = 16 << 20; // a script's source read to compute its line ends
+const MAX_LINES = 1 << 20; // line ends of a script
+const MAX_TABLE = 1 << 20; // bytes of a source position table
+const MAX_INLINED = 256; // inlined functions of one Code
+const MAX_CODE_SCAN = 256 << 10; // bytes scanned below a pc for its code's start
+
+function codedError(code, message) {
+  const err = /** @type {NodeJS.ErrnoException} */ (new Error(message));
+  err.code = code;
+  return err;
+}
+
+/** The bytes of a process's memory, read through /proc/PID/mem, a page cache in front. */
+class Memory {
+  /** @param {number|'self'} pid */
+  constructor(pid) {
+    this.pid = pid;
+    try {
+      this.fd = fs.openSync(`/proc/${pid}/mem`, 'r');
+    } catch (err) {
+      throw codedError(
+        'ERR_V8_MEMORY',
+        `cannot read the memory of process ${pid} (/proc/${pid}/mem: ${/** @type {Error} */ (err).message}): naming its JavaScript frames needs CAP_SYS_PTRACE, or the same user as the process (and kernel.yama.ptrace_scope 0 or 1); run as root or as its user`,
+      );
+    }
+    /** page address -> Buffer (or null: unreadable) */
+    this.pages = new Map();
+    this.reads = 0;
+  }
+
+  /** Forgets the cached pages: the process runs on, its memory changes. */
+  epoch() {
+    this.pages.clear();
+  }
+
+  close() {
+    if (this.fd !== undefined) fs.closeSync(this.fd);
+    this.fd = undefined;
+    this.pages.clear();
+  }
+
+  /** One page (cached), or null. */
+  page(at) {
+    let p = this.pages.get(at);
+    if (p === undefined) {
+      if (this.pages.size >= MAX_PAGES) this.pages.clear();
+      p = this.raw(at, PAGE);
+      this.pages.set(at, p);
+    }
+    return p;
+  }
+
+  /** `length` bytes at `address`, uncached, or null. */
+  raw(address, length) {
+    if (this.fd === undefined) return null;
+    const buf = Buffer.allocUnsafe(length);
+    let got = 0;
+    try {
+      while (got < length) {
+        this.reads++;
+        const n = fs.readSync(this.fd, buf, got, length - got, address + got);
+        if (n <= 0) return null;
+        got += n;
+      }
+    } catch {
+      return null; // unmapped, or the process is gone
+    }
+    return buf;
+  }
+
+  /** `length` bytes at `address` (a number or bigint), or null: unreadable, or out of bounds. */
+  read(address, length) {
+    const a = typeof address === 'bigint' ? (address < 2n ** 53n ? Number(address) : -1) : address;
+    if (!Number.isSafeInteger(a) || a < PAGE || !Number.isInteger(length) || length < 0 || length > MAX_READ || a + length > 2 ** 53) return null;
+    if (length > 4 * PAGE) return this.raw(a, length);
+    const first = a - (a % PAGE);
+    const last = a + length - 1 - ((a + length - 1) % PAGE);
+    if (first === last) {
+      const p = this.page(first);
+      return p && p.subarray(a - first, a - first + length);
+    }
+    const parts = [];
+    for (let at = first; at <= last; at += PAGE) {
+      const p = this.page(at);
+      if (!p) return null;
+      parts.push(p);
+    }
+    return Buffer.concat(parts).subarray(a - first, a - first + length);
+  }
+
+  /** The u64 at `address` as a number (addresses fit in 53 bits; a larger value: 0), or null: unreadable. */
+  word(address) {
+    const b = this.read(address, 8);
+    if (!b) return null;
+    const v = b.readBigUInt64LE(0);
+    return v < 2n ** 53n ? Number(v) : 0;
+  }
+
+  /** The raw u64 at `address` as a bigint, or null. */
+  u64(address) {
+    const b = this.read(address, 8);
+    return b ? b.readBigUInt64LE(0) : null;
+  }
+
+  u32(address) {
+    const b = this.read(address, 4);
+    return b ? b.readUInt32LE(0) : null;
+  }
+
+  i32(address) {
+    const b = this.read(address, 4);
+    return b ? b.readInt32LE(0) : null;
+  }
+
+  u16(address) {
+    const b = this.read(address, 2);
+    return b ? b.readUInt16LE(0) : null;
+  }
+}
+
+/**
+ * What the v8dbg_* symbols do not give, by V8 major.minor (the official
+ * nodes: 20 = 11.3, 22 = 12.4, 24 = 13.6, 26 = 14.6), checked against
+ * their heaps. Offsets are from the object's start (tagged pointer - 1).
+ * - sfiFunctionData: SharedFunctionInfo's (trusted) function data: the BytecodeArray,
+ *   an InterpreterData, the baseline Code, or UncompiledData;
+ * - bytecodePositions: BytecodeArray::source_position_table;
+ * - interpreterDataBytecode: InterpreterData::bytecode_array;
+ * - codePositions, codeDeopt: Code::source_position_table, deoptimization_data
+ *   (for baseline code: its BytecodeArray's bytecode_offset_table, the BytecodeArray);
+ * - scopeInfoPositions: ScopeInfo keeps the function's start and end at fixed slots 3, 4 (V8 >= 12.8.44);
+ * - deoptSfiWrapped: the deopt literal array holds SharedFunctionInfoWrappers (V8 >= 13);
+ * - codeInstructionStart, codeFlags, codeInstructionSize: where V8 11 exports none;
+ * - positionCodeShift: the flag bits below a source position table's code delta (positionAt);
+ * - inliningPositionSize: sizeof(InliningPosition) (SourcePosition u64, inlined_function_id i32, padding).
+ */
+const KNOWN = {
+  '11.3': { positionCodeShift: 1, sfiFunctionData: 8, bytecodePositions: 32, interpreterDataBytecode: 8, codePositions: 24, codeDeopt: 16, codeInstructionStart: 40, codeFlags: 48, codeInstructionSize: 56, scopeInfoPositions: false, deoptSfiWrapped: false, inliningPositionSize: 16 },
+  '12.4': { positionCodeShift: 1, sfiFunctionData: 8, bytecodePositions: 24, interpreterDataBytecode: 8, codePositions: 16, codeDeopt: 8, scopeInfoPositions: false, deoptSfiWrapped: false, inliningPositionSize: 16 },
+  '13.6': { positionCodeShift: 1, sfiFunctionData: 8, bytecodePositions: 24, interpreterDataBytecode: 8, codePositions: 16, codeDeopt: 8, scopeInfoPositions: true, deoptSfiWrapped: true, inliningPositionSize: 16 },
+  '14.6': { positionCodeShift: 2, sfiFunctionData: 8, bytecodePositions: 24, interpreterDataBytecode: 8, codePositions: 16, codeDeopt: 8, scopeInfoPositions: true, deoptSfiWrapped: true, inliningPositionSize: 16 },
+};
+
+/** The first of `names` that `values` has. */
+function first(values, ...names) {
+  for (const n of names) if (values.has(n)) return values.get(n);
+  return undefined;
+}
+
+/** The first value of a v8dbg name starting with `prefix` (the type spelling changes between versions). */
+function byPrefix(values, prefix) {
+  for (const [k, v] of values) if (k.startsWith(prefix)) return v;
+  return undefined;
+}
+
+/**
+ * The heap layout of a V8 from its v8dbg_* `values` and `version`
+ * ([major, minor, build]): offsets and instance types the naming reads.
+ * `unknown` (a string) where the version is not in KNOWN: nothing is named.
+ */
+function heapLayout(values, version) {
+  const [major, minor] = version;
+  const key = `${major}.${minor}`;
+  const known = KNOWN[key];
+  const t = (name) => byPrefix(values, `v8dbg_type_${name}__`);
+  const c = (cls, field) => byPrefix(values, `v8dbg_class_${cls}__${field}__`);
+  const layout = {
+    version: version.join('.'),
+    unknown: known ? null : `V8 ${key}: layout not known`,
+    ...(known ?? KNOWN['13.6']),
+    map: values.get('v8dbg_class_HeapObject__map__Map') ?? 0,
+    instanceType: c('Map', 'instance_type') ?? 12,
+    smiShift: (values.get('v8dbg_SmiShiftSize') ?? 31) + 1,
+    // strings
+    stringLength: c('String', 'length') ?? 12,
+    seqChars: c('SeqOneByteString', 'chars') ?? 16,
+    consFirst: c('ConsString', 'first') ?? 16,
+    consSecond: c('ConsString', 'second') ?? 24,
+    slicedParent: c('SlicedString', 'parent') ?? 16,
+    slicedOffset: c('SlicedString', 'offset') ?? 24,
+    thinActual: c('ThinString', 'actual') ?? 16,
+    externalResource: c('ExternalString', 'resource') ?? 16,
+    notStringMask: (values.get('v8dbg_IsNotStringMask') ?? -128) & 0xffff,
+    representationMask: values.get('v8dbg_StringRepresentationMask') ?? 7,
+    encodingMask: values.get('v8dbg_StringEncodingMask') ?? 8,
+    oneByteTag: values.get('v8dbg_OneByteStringTag') ?? 8,
+    consTag: values.get('v8dbg_ConsStringTag') ?? 1,
+    externalTag: values.get('v8dbg_ExternalStringTag') ?? 2,
+    slicedTag: values.get('v8dbg_SlicedStringTag') ?? 3,
+    thinTag: values.get('v8dbg_ThinStringTag') ?? 5,
+    // SharedFunctionInfo, Script, ScopeInfo
+    sfiName: c('SharedFunctionInfo', 'name_or_scope_info'),
+    sfiScript: c('SharedFunctionInfo', 'script_or_debug_info') ?? c('SharedFunctionInfo', 'script'),
+    scriptName: c('Script', 'name') ?? 16,
+    scriptSource: c('Script', 'source') ?? 8,
+    scriptLineEnds: c('Script', 'line_ends') ?? 56,
+    scopeFirstVars: values.get('v8dbg_scopeinfo_idx_first_vars') ?? 3,
+    scopeContextLocals: values.get('v8dbg_scopeinfo_idx_ncontextlocals') ?? 2,
+    uncompiledStart: c('UncompiledData', 'start_position') ?? 16,
+    debugInfoShared: 8, // DebugInfo::shared (the SFI): script_or_debug_info's DebugInfo case (V8 < 12)
+    arrayLength: c('FixedArrayBase', 'length') ?? 8,
+    arrayData: c('FixedArray', 'data') ?? 16,
+    bytecodeData: c('BytecodeArray', 'data') ?? 54,
+    // Code
+    codeInstructionStart: c('Code', 'instruction_start') ?? known?.codeInstructionStart,
+    codeInstructionSize: c('Code', 'instruction_size') ?? known?.codeInstructionSize,
+    codeFlags: c('Code', 'flags') ?? known?.codeFlags,
+    codeKindMask: values.get('v8dbg_CodeKindFieldMask') ?? 15,
+    codeKindShift: values.get('v8dbg_CodeKindFieldShift') ?? 0,
+    codeKindBaseline: values.get('v8dbg_CodeKindBaseline'),
+    codeKindInterpreted: values.get('v8dbg_CodeKindInterpretedFunction'),
+    deoptInlinedCount: values.get('v8dbg_DeoptimizationDataInlinedFunctionCountIndex') ?? 1,
+    deoptLiterals: values.get('v8dbg_DeoptimizationDataLiteralArrayIndex') ?? 2,
+    deoptSfi: first(values, 'v8dbg_DeoptimizationDataSharedFunctionInfoIndex', 'v8dbg_DeoptimizationDataWrappedSharedFunctionInfoIndex') ?? 6,
+    deoptInliningPositions: values.get('v8dbg_DeoptimizationDataInliningPositionsIndex') ?? 7,
+    types: {
+      sfi: t('SharedFunctionInfo'),
+      scopeInfo: t('ScopeInfo'),
+      script: t('Script'),
+      debugInfo: t('DebugInfo'),
+      bytecode: t('BytecodeArray'),
+      interpreterData: t('InterpreterData'),
+      code: t('Code'),
+      fixedArray: t('FixedArray'),
+      oddball: t('Oddball'),
+      instructionStream: t('InstructionStream'),
+    },
+    streamInstructions: c('InstructionStream', 'instruction_start'),
+    streamCode: 8, // InstructionStream::code, right after its map
+    uncompiled: [...values].filter(([k]) => k.startsWith('v8dbg_type_Uncompiled')).map(([, v]) => v),
+  };
+  if (layout.sfiName === undefined || layout.sfiScript === undefined || layout.types.sfi === undefined) layout.unknown ??= `V8 ${key}: no SharedFunctionInfo layout among its v8dbg_* symbols`;
+  return layout;
+}
+
+/** Reads V8 objects of one process: `mem` its Memory, `layout` a heapLayout. */
+class Heap {
+  constructor(mem, layout) {
+    this.mem = mem;
+    this.L = layout;
+  }
+
+  /** Whether `v` (a number) is a tagged heap object pointer. */
+  isObject(v) {
+    return typeof v === 'number' && v % 4 === 1 && v > PAGE;
+  }
+
+  /** A SMI's value, or null. */
+  smi(raw) {
+    if (raw === null || (raw & 1n) !== 0n) return null;
+    return Number(BigInt.asIntN(64, raw) >> BigInt(this.L.smiShift));
+  }
+
+  /** The tagged field at `offset` of object `obj`: a number (a pointer), or null. */
+  field(obj, offset) {
+    return this.mem.word(obj - 1 + offset);
+  }
+
+  /** The SMI field at `offset` of `obj`, or null. */
+  smiField(obj, offset) {
+    return this.smi(this.mem.u64(obj - 1 + offset));
+  }
+
+  /** The instance type of object `obj`, or null. */
+  type(obj) {
+    if (!this.isObject(obj)) return null;
+    const map = this.field(obj, this.L.map);
+    if (!this.isObject(map)) return null;
+    return this.mem.u16(map - 1 + this.L.instanceType);
+  }
+
+  isString(type) {
+    return type !== null && (type & this.L.notStringMask) === 0;
+  }
+
+  /** String `obj`'s value (at most MAX_STRING characters), or null. */
+  string(obj, depth = 0, from = 0, max = MAX_STRING) {
+    const L = this.L;
+    const type = this.type(obj);
+    if (!this.isString(type) || depth > MAX_STRING_DEPTH) return null;
+    const length = this.mem.i32(obj - 1 + L.stringLength);
+    if (length === null || length < 0 || length > 1 << 30 || from > length) return null;
+    const n = Math.min(length - from, max);
+    const oneByte = (type & L.encodingMask) === L.oneByteTag;
+    const rep = type & L.representationMask;
+    const bytes = (at) => {
+      if (!at) return null;
+      const b = this.mem.read(at + from * (oneByte ? 1 : 2), n * (oneByte ? 1 : 2));
+      return b && (oneByte ? b.toString('latin1') : b.toString('utf16le'));
+    };
+    if (rep === 0) return bytes(obj - 1 + L.seqChars);
+    if (rep === L.externalTag) {
+      // the resource's cached data pointer (uncached external strings: none)
+      if (type & 0x10) return null;
+      return bytes(this.mem.word(obj - 1 + L.externalResource + 8));
+    }
+    if (rep === L.thinTag) return this.string(this.field(obj, L.thinActual), depth + 1, from, max);
+    if (rep === L.slicedTag) {
+      const offset = this.smiField(obj, L.slicedOffset);
+      if (offset === null || offset < 0) return null;
+      return this.string(this.field(obj, L.slicedParent), depth + 1, from + offset, n);
+    }
+    if (rep === L.consTag) {
+      const a = this.field(obj, L.consFirst);
+      const aLength = this.isObject(a) ? this.mem.i32(a - 1 + L.stringLength) : null;
+      if (aLength === null || aLength < 0 || aLength > length) return null;
+      let out = '';
+      if (from < aLength) {
+        const s = this.string(a, depth + 1, from, Math.min(n, aLength - from));
+        if (s === null) return null;
+        out = s;
+      }
+      if (out.length < n) {
+        const s = this.string(this.field(obj, L.consSecond), depth + 1, Math.max(0, from - aLength), n - out.length);
+        if (s === null) return null;
+        out += s;
+      }
+      return out;
+    }
+    return null;
+  }
+
+  /**
+   * SharedFunctionInfo `sfi`: `{ name, script, start, bytecode }` (name ''
+   * for an anonymous function; script: the Script object or null; start: the
+   * function's start position or null; bytecode: its BytecodeArray or null),
+   * or null: not an SFI.
+   */
+  sfi(sfi) {
+    const L = this.L;
+    if (this.type(sfi) !== L.types.sfi) return null;
+    const nos = this.field(sfi, L.sfiName);
+    const nosType = this.type(nos);
+    let name = '';
+    let start = null;
+    if (this.isString(nosType)) name = this.string(nos) ?? '';
+    else if (nosType === L.types.scopeInfo) ({ name, start } = this.scopeInfo(nos));
+    let script = this.field(sfi, L.sfiScript);
+    let scriptType = this.type(script);
+    if (scriptType === L.types.debugInfo && L.types.debugInfo !== undefined) {
+      // (V8 < 12: the SFI's DebugInfo holds its script)
+      script = this.field(script, L.debugInfoShared);
+      scriptType = this.type(script) === L.types.sfi ? this.type((script = this.field(script, L.sfiScript))) : null;
+    }
+    if (scriptType !== L.types.script) script = null;
+    // the function's code data: BytecodeArray, InterpreterData (its bytecode), baseline Code (its bytecode), UncompiledData
+    let data = this.field(sfi, L.sfiFunctionData);
+    let dataType = this.type(data);
+    if (dataType === L.types.interpreterData) {
+      data = this.field(data, L.interpreterDataBytecode);
+      dataType = this.type(data);
+    } else if (dataType === L.types.code) {
+      data = this.field(data, L.codeDeopt);
+      dataType = this.type(data);
+    }
+    if (L.uncompiled.includes(dataType) && start === null) start = this.mem.i32(data - 1 + L.uncompiledStart);
+    return { name, script, start, bytecode: dataType === L.types.bytecode ? data : null };
+  }
+
+  /** A ScopeInfo's function name ('' where none) and start position (or null). */
+  scopeInfo(si) {
+    const L = this.L;
+    const slot = (i) => this.mem.u64(si - 1 + 8 + i * 8); // slots after the map
+    let start = null;
+    if (L.scopeInfoPositions) {
+      const s = this.smi(slot(3));
+      const e = this.smi(slot(4));
+      if (s !== null && e !== null && s >= 0 && s <= e) start = s;
+    }
+    const locals = this.smi(slot(L.scopeContextLocals));
+    if (locals === null || locals < 0 || locals > 1 << 16) return { name: '', start };
+    // context local names (inlined below 75 of them, else one hash table), their infos
+    let at = L.scopeFirstVars + (locals < 75 ? 2 * locals : 1 + locals);
+    let name = '';
+    let prev = null;
+    for (let n = 0; n < 16; n++, at++) {
+      const raw = slot(at);
+      if (raw === null) break;
+      const v = raw < 2n ** 53n ? Number(raw) : 0;
+      if (!name && this.isObject(v)) {
+        const s = this.isString(this.type(v)) ? this.string(v) : null;
+        if (s !== null) {
+          name = s;
+          if (L.scopeInfoPositions) break;
+        }
+      }
+      if (!L.scopeInfoPositions) {
+        // (before 12.8.44) the position info: the first two SMIs start < end after the name
+        const cur = this.smi(raw);
+        if (name && prev !== null && cur !== null && prev < cur) {
+          start = prev;
+          break;
+        }
+        prev = cur;
+      }
+    }
+    return { name, start };
+  }
+
+  /** Script `script`: `{ name, lineEnds }` (lineEnds: positions of the line ends, or null). */
+  script(script) {
+    const L = this.L;
+    const nameObj = this.field(script, L.scriptName);
+    const name = this.isString(this.type(nameObj)) ? this.string(nameObj) : null;
+    return { name, lineEnds: this.lineEnds(script) };
+  }
+
+  /** Script `script`'s line ends: its line_ends FixedArray of SMIs, or else computed from its source (capped). */
+  lineEnds(script) {
+    const L = this.L;
+    const arr = this.field(script, L.scriptLineEnds);
+    if (this.type(arr) === L.types.fixedArray) {
+      const n = this.smiField(arr, L.arrayLength);
+      if (n !== null && n >= 0 && n <= MAX_LINES) {
+        const b = this.mem.read(arr - 1 + L.arrayData, n * 8);
+        if (b) {
+          const ends = new Int32Array(n);
+          for (let i = 0; i < n; i++) ends[i] = this.smi(b.readBigUInt64LE(i * 8)) ?? -1;
+          return ends;
+        }
+      }
+    }
+    const src = this.field(script, L.scriptSource);
+    if (!this.isString(this.type(src))) return null;
+    const text = this.string(src, 0, 0, MAX_SOURCE);
+    if (text === null) return null;
+    const ends = [];
+    for (let i = text.indexOf('\n'); i >= 0 && ends.length < MAX_LINES; i = text.indexOf('\n', i + 1)) ends.push(i);
+    ends.push(text.length);
+    return Int32Array.from(ends);
+  }
+
+  /** The bytes of ByteArray-like `arr` (its SMI length at arrayLength, data after), capped; or null. */
+  byteArray(arr) {
+    if (!this.isObject(arr)) return null;
+    const n = this.smiField(arr, this.L.arrayLength);
+    if (n === null || n < 0 || n > MAX_TABLE) return null;
+    return this.mem.read(arr - 1 + this.L.arrayData, n);
+  }
+
+  /** BytecodeArray `ba`'s source position table (bytes), or null (none collected: lazy source positions). */
+  bytecodePositions(ba) {
+    const t = this.field(ba, this.L.bytecodePositions);
+    if (!this.isObject(t) || this.type(t) === this.L.types.oddball) return null;
+    return this.byteArray(t);
+  }
+
+  /** Code `code`: `{ start, size, kind, positions, deopt }`, or null: not a Code. */
+  code(code) {
+    const L = this.L;
+    if (this.type(code) !== L.types.code || L.codeInstructionStart === undefined) return null;
+    const start = this.mem.word(code - 1 + L.codeInstructionStart);
+    const size = this.mem.i32(code - 1 + L.codeInstructionSize);
+    const flags = this.mem.u32(code - 1 + L.codeFlags);
+    if (start === null || size === null || size < 0 || flags === null) return null;
+    return { start, size, kind: (flags >>> L.codeKindShift) & L.codeKindMask, positionsObj: this.field(code, L.codePositions), deopt: this.field(code, L.codeDeopt) };
+  }
+
+  /**
+   * The Code whose instructions hold `pc`, found from the pc alone (where the
+   * walk has none: leaptiering, on-stack replacement): the InstructionStream
+   * that starts at most MAX_CODE_SCAN bytes below, its Code pointing back at
+   * it. `{ addr, ...code(addr) }`, or null.
+   */
+  codeAt(pc) {
+    const L = this.L;
+    if (L.types.instructionStream === undefined || L.streamInstructions === undefined) return null;
+    const top = pc - (pc % 32);
+    for (let s = top; s > top - MAX_CODE_SCAN; s -= 32) {
+      const stream = s - L.streamInstructions + 1;
+      const map = this.field(stream, L.map);
+      if (map === null) return null;
+      if (map !== this.streamMap) {
+        if (this.streamMap !== undefined || !this.isObject(map) || this.mem.u16(map - 1 + L.instanceType) !== L.types.instructionStream) continue;
+      }
+      const addr = this.field(stream, L.streamCode);
+      const code = this.code(addr);
+      if (!code || code.start !== s) continue;
+      this.streamMap = map; // (one map for all of them)
+      return pc < code.start + code.size ? { addr, ...code } : null;
+    }
+    return null;
+  }
+
+  /**
+   * The inlined functions of optimized code's deopt data `deopt`: `{ sfis:
+   * [SFI of inlining id i], positions: [caller position of inlining id i,
+   * with its own inlining id] }`, or null.
+   */
+  inlining(deopt) {
+    const L = this.L;
+    const len = this.smiField(deopt, L.arrayLength);
+    if (len === null || len <= L.deoptInliningPositions || len > 1 << 20) return null;
+    const el = (i) => this.field(deopt, L.arrayData + i * 8);
+    const literals = el(L.deoptLiterals);
+    const positions = this.byteArray(el(L.deoptInliningPositions));
+    if (!this.isObject(literals) || !positions) return null;
+    const count = Math.min(Math.floor(positions.length / L.inliningPositionSize), MAX_INLINED);
+    const nLiterals = this.smiField(literals, L.arrayLength);
+    const out = { sfis: [], positions: [] };
+    for (let i = 0; i < count; i++) {
+      const pos = positions.readBigUInt64LE(i * L.inliningPositionSize);
+      const id = positions.readInt32LE(i * L.inliningPositionSize + 8);
+      let sfi = null;
+      if (nLiterals !== null && id >= 0 && id < nLiterals) {
+        sfi = this.field(literals, L.arrayData + id * 8);
+        // (V8 >= 13: a SharedFunctionInfoWrapper: its SFI right after its map)
+        if (this.type(sfi) !== L.types.sfi && this.isObject(sfi)) sfi = this.field(sfi, 8);
+      }
+      out.sfis.push(this.type(sfi) === L.types.sfi ? sfi : null);
+      out.positions.push(pos);
+    }
+    return out;
+  }
+}
+
+/**
+ * The entry of source position table `table` (bytes) that covers code
+ * offset `offset`: the raw source position (a bigint: script offset << 1,
+ * inlining id from bit 31), or null where none does. Bounded by the table.
+ * Each entry: the code offset's delta, then the position's delta (a signed,
+ * zigzag VLQ). The code delta is an unsigned VLQ whose low `codeShift` bits
+ * are flags: V8 <= 13, 1 (a zigzag sign: the statement flag); V8 14, 2.
+ */
+function positionAt(table, offset, codeShift = 1) {
+  let at = 0;
+  const uvlq = () => {
+    let v = 0n;
+    for (let shift = 0n; shift < 70n; shift += 7n) {
+      if (at >= table.length) return null;
+      const b = table[at++];
+      v |= BigInt(b & 0x7f) << shift;
+      if (!(b & 0x80)) return v;
+    }
+    return null;
+  };
+  const shift = BigInt(codeShift);
+  let code = -1n;
+  let pos = 0n;
+  let found = null;
+  while (at < table.length) {
+    const d = uvlq();
+    if (d === null) return found;
+    code += d >> shift;
+    if (code > BigInt(offset)) break;
+    const p = uvlq();
+    if (p === null) return found;
+    pos += (p >> 1n) ^ -(p & 1n);
+    found = pos;
+  }
+  return found;
+}
+
+/** The script offset and inlining id of raw source position `raw`, or null (an external position). */
+function splitPosition(raw) {
+  if (raw === null || (raw & 1n) === 1n) return null;
+  return { offset: Number((raw >> 1n) & ((1n << 30n) - 1n)), inlining: Number((raw >> 31n) & 0xffffn) - 1 };
+}
+
+/** Line and column (1-based) of source `position` by `lineEnds`, or null. */
+function lineOf(lineEnds, position) {
+  if (!lineEnds || !lineEnds.length || position === null || position < 0) return null;
+  let lo = 0;
+  let hi = lineEnds.length - 1;
+  if (position > lineEnds[hi]) return null;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (lineEnds[mid] < position) lo = mid + 1;
+    else hi = mid;
+  }
+  const lineStart = lo === 0 ? 0 : lineEnds[lo - 1] + 1;
+  return { line: lo + 1, column: position - lineStart + 1 };
+}
+
+module.exports = { Memory, Heap, heapLayout, positionAt, splitPosition, lineOf, KNOWN, codedError };

@@ -1,0 +1,283 @@
+'use strict';
+/**
+ * Names the JavaScript frames the BPF walk records (bpf/v8.h: pc, sfi,
+ * code, slot) from the process's memory (lib/frames/v8_heap.js): function
+ * name, file, line and column, and for optimized code its inlined
+ * functions, innermost first.
+ *
+ *   const names = new V8Names(pid, { values, version, file });   // throws ERR_V8_MEMORY
+ *   names.frame({ pc, sfi, code, slot }, innermost);              // [{ name, file, line, column, kind }]
+ *
+ * How a frame is read:
+ * - pc in the interpreter (Builtins_InterpreterEntryTrampoline*,
+ *   Builtins_InterpreterEnterAt*, the bytecode handlers): interpreted; the
+ *   bytecode offset is `slot` (a SMI, relative to the BytecodeArray), its
+ *   line from the BytecodeArray's source position table;
+ * - pc inside `code`'s instructions, and the code is `sfi`'s: baseline,
+ *   Maglev or TurboFan by its kind; the line from the Code's source position
+ *   table at the pc's offset, inlined functions from its deoptimization data;
+ * - else (the code on the stack is not the function's current code: on-stack
+ *   replacement, a stale code): the function from `sfi`, with the line
+ *   where it starts, and `reason` saying so.
+ * Where no line is known (lazy source positions not collected), the line is
+ * the function's first (`reason` says so).
+ *
+ * Objects are cached by address and validated on use (their instance type
+ * and the fields that led to the cached value), because GC moves and reuses
+ * memory: a stale cache gives a fresh read, never another function's name.
+ */
+const fs = require('node:fs');
+const native = require('../core/native');
+const { Memory, Heap, heapLayout, positionAt, splitPosition, lineOf } = require('./v8_heap');
+
+const MAX_CACHE = 8192;
+
+/**
+ * One function of a frame: `kind` interpreted, baseline, maglev, turbofan,
+ * compiled, builtin, unknown (no code found: the line where it starts) or
+ * unnamed (`name` "[JS …]"); `reason` says why a line or name is missing.
+ * @typedef {{ name: string, file?: string, line?: number, column?: number, kind: string, inlined?: boolean, reason?: string }} JsFrame
+ */
+
+/** Interpreter address ranges of a binary (by file): [[fileOffset, end]], sorted. */
+const interpreterCache = new Map();
+
+/** The file-offset ranges of binary `file`'s interpreter code (entry trampolines and bytecode handlers). */
+function interpreterRanges(file, id) {
+  if (!interpreterCache.has(id)) {
+    if (interpreterCache.size >= 8) interpreterCache.clear();
+    let ranges = [];
+    try {
+      ranges = native
+        .elfSymbols(file)
+        .filter((s) => s.fileOffset !== undefined && s.size && /^Builtins_(InterpreterEntryTrampoline|InterpreterEnterAt|\w+Handler$)/.test(s.name))
+        .map((s) => [Number(s.fileOffset), Number(s.fileOffset) + s.size])
+        .sort((a, b) => a[0] - b[0]);
+    } catch {
+      ranges = []; // no symbols: no frame is known interpreted
+    }
+    interpreterCache.set(id, ranges);
+  }
+  return interpreterCache.get(id);
+}
+
+/** The mappings of process `pid`'s `exe` (path as in /proc/PID/maps): [{ start, end, offset }]. */
+function exeMappings(pid, exe) {
+  const out = [];
+  let text = '';
+  try {
+    text = fs.readFileSync(`/proc/${pid}/maps`, 'utf8');
+  } catch {
+    return out;
+  }
+  for (const line of text.split('\n')) {
+    const f = line.split(/\s+/);
+    if (f.length < 6 || f.slice(5).join(' ') !== exe || !f[1].includes('x')) continue;
+    const [start, end] = f[0].split('-').map((x) => parseInt(x, 16));
+    out.push({ start, end, offset: parseInt(f[2], 16) });
+  }
+  return out;
+}
+
+class V8Names {
+  /**
+   * @param {number} pid the process (as this process sees it)
+   * @param {{ values: Map<string, number>, version: number[], file: string, exe: string, id: string }} binary
+   *   its node's v8dbg_* values and V8 version, the binary (through /proc/PID/root), its path in the process, an id
+   */
+  constructor(pid, binary) {
+    this.pid = pid;
+    this.layout = heapLayout(binary.values, binary.version);
+    this.mem = new Memory(pid); // throws ERR_V8_MEMORY
+    this.heap = new Heap(this.mem, this.layout);
+    this.binary = binary;
+    this.ranges = null; // runtime address ranges of the interpreter
+    this.sfis = new Map(); // sfi -> { nos, script, fdata, info }
+    this.scripts = new Map(); // script -> { name, lineEndsObj, info }
+    this.codes = new Map(); // code -> { info }
+    this.stats = { frames: 0, named: 0, lines: 0 };
+  }
+
+  close() {
+    this.mem.close();
+  }
+
+  /** Whether `pc` is in the interpreter's code. */
+  interpreted(pc) {
+    if (!this.ranges) {
+      const fileRanges = interpreterRanges(this.binary.file, this.binary.id);
+      this.ranges = [];
+      for (const m of exeMappings(this.pid, this.binary.exe)) {
+        for (const [s, e] of fileRanges) {
+          if (s >= m.offset && e <= m.offset + (m.end - m.start)) this.ranges.push([m.start + s - m.offset, m.start + e - m.offset]);
+        }
+      }
+      this.ranges.sort((a, b) => a[0] - b[0]);
+    }
+    let lo = 0;
+    let hi = this.ranges.length - 1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1;
+      const [s, e] = this.ranges[mid];
+      if (pc < s) hi = mid - 1;
+      else if (pc >= e) lo = mid + 1;
+      else return true;
+    }
+    return false;
+  }
+
+  /** Starts a naming pass: memory read from here on is fresh. */
+  epoch() {
+    this.mem.epoch();
+  }
+
+  /** SFI `sfi`'s { name, file, lineEnds, start, bytecode } (cached, validated), or null: not an SFI. */
+  function(sfi) {
+    const h = this.heap;
+    const L = this.layout;
+    const cached = this.sfis.get(sfi);
+    // valid while the object at the address is an SFI with the same name and script fields
+    const nos = h.field(sfi, L.sfiName);
+    const script = h.field(sfi, L.sfiScript);
+    if (nos === null || h.type(sfi) !== L.types.sfi) {
+      this.sfis.delete(sfi);
+      return null;
+    }
+    if (cached && cached.nos === nos && cached.script === script) {
+      // (the bytecode may have been flushed or replaced: re-read its pointer)
+      return { ...cached.info, bytecode: h.sfi(sfi)?.bytecode ?? null };
+    }
+    const s = h.sfi(sfi);
+    if (!s) return null;
+    const sc = s.script ? this.script(s.script) : { name: null, lineEnds: null };
+    const info = { name: s.name || '(anonymous)', file: sc.name, lineEnds: sc.lineEnds, start: s.start, bytecode: s.bytecode };
+    if (this.sfis.size >= MAX_CACHE) this.sfis.clear();
+    this.sfis.set(sfi, { nos, script, info });
+    return info;
+  }
+
+  /** Script `script`'s { name, lineEnds } (cached, validated). */
+  script(script) {
+    const h = this.heap;
+    const L = this.layout;
+    const nameObj = h.field(script, L.scriptName);
+    const endsObj = h.field(script, L.scriptLineEnds);
+    const cached = this.scripts.get(script);
+    if (cached && cached.nameObj === nameObj && cached.endsObj === endsObj && h.type(script) === L.types.script) return cached.info;
+    const info = h.script(script);
+    if (this.scripts.size >= MAX_CACHE) this.scripts.clear();
+    this.scripts.set(script, { nameObj, endsObj, info });
+    return info;
+  }
+
+  /** The Code holding `pc` (cached by pc, validated: still a Code covering it), or null. */
+  codeAt(pc) {
+    const h = this.heap;
+    const cached = this.codes.get(pc);
+    if (cached) {
+      const c = h.code(cached);
+      if (c && c.start <= pc && pc < c.start + c.size) return c;
+      this.codes.delete(pc);
+    }
+    const found = h.codeAt(pc);
+    if (found) {
+      if (this.codes.size >= MAX_CACHE) this.codes.clear();
+      this.codes.set(pc, found.addr);
+    }
+    return found;
+  }
+
+  /** A named frame of function `fn` at source position `position` (or its start). */
+  named(fn, kind, position, reason) {
+    let where = position === null ? null : lineOf(fn.lineEnds, position);
+    let why = reason;
+    if (!where && fn.start !== null) {
+      where = lineOf(fn.lineEnds, fn.start);
+      why ??= 'no source position for the pc: the line where the function starts';
+    }
+    const out = { name: fn.name, file: fn.file ?? undefined, line: where?.line, column: where?.column, kind };
+    if (why) out.reason = why;
+    return out;
+  }
+
+  /**
+   * The functions of walked JS frame `frame` ({ pc, sfi, code, slot }:
+   * bigints), innermost first, or an unnamed frame saying why.
+   * `innermost`: whether pc is the sampled ip (else a return address).
+   */
+  frame(frame, innermost = false) {
+    this.stats.frames++;
+    const L = this.layout;
+    const unnamed = (reason) => [{ name: `[JS ${reason}]`, kind: 'unnamed', reason }];
+    if (L.unknown) return unnamed(L.unknown);
+    const num = (v) => (typeof v === 'bigint' ? (v < 2n ** 53n ? Number(v) : 0) : Number(v));
+    const pc = num(frame.pc);
+    const sfi = num(frame.sfi);
+    const fn = this.function(sfi);
+    if (!fn) return unnamed(`sfi=0x${sfi.toString(16)}: not a SharedFunctionInfo (moved or freed)`);
+    this.stats.named++;
+    /** @type {JsFrame[]} */
+    let out;
+    if (!fn.file) {
+      // no script: a builtin (Math.sqrt, Array.prototype.map) or API function
+      out = [{ name: fn.name, kind: 'builtin' }];
+    } else if (this.interpreted(pc)) {
+      out = [this.interpretedFrame(fn, frame)];
+    } else {
+      out = this.compiledFrame(fn, sfi, num(frame.code), pc, innermost);
+    }
+    if (out[0].line) this.stats.lines++;
+    return out;
+  }
+
+  /** An interpreted frame: its line from the bytecode offset. */
+  interpretedFrame(fn, frame) {
+    const h = this.heap;
+    const raw = typeof frame.slot === 'bigint' ? frame.slot : BigInt(frame.slot);
+    const offset = h.smi(raw);
+    if (offset === null || !fn.bytecode) return this.named(fn, 'interpreted', null, offset === null ? 'the bytecode offset slot is not a SMI' : null);
+    const table = h.bytecodePositions(fn.bytecode);
+    if (!table) return this.named(fn, 'interpreted', null, 'no source positions collected for its bytecode (lazy source positions): the line where the function starts');
+    const pos = splitPosition(positionAt(table, offset - (this.layout.bytecodeData - 1), this.layout.positionCodeShift));
+    return this.named(fn, 'interpreted', pos ? pos.offset : null, null);
+  }
+
+  /** A frame of compiled code (baseline, Maglev, TurboFan), with its inlined functions. */
+  compiledFrame(fn, sfi, codeAddr, pc, innermost) {
+    const h = this.heap;
+    const L = this.layout;
+    const at = innermost ? pc : pc - 1; // (a return address: the call is before it)
+    let code = codeAddr ? h.code(codeAddr) : null;
+    if (!code || at < code.start || at >= code.start + code.size) {
+      // the code on the stack is not the function's current one (leaptiering without
+      // the dispatch table, on-stack replacement, replaced code): find it from the pc
+      code = this.codeAt(at);
+      if (!code) return [this.named(fn, 'unknown', null, 'no code found for the pc: the line where the function starts')];
+    }
+    const kind = code.kind === L.codeKindBaseline ? 'baseline' : code.kind === L.codeKindBaseline + 1 ? 'maglev' : code.kind === L.codeKindBaseline + 2 ? 'turbofan' : 'compiled';
+    if (kind === 'baseline') return [this.named(fn, kind, null, 'baseline code: the line where the function starts')];
+    // the code is sfi's: its deopt data names it
+    const deoptSfi = h.isObject(code.deopt) ? h.field(code.deopt, L.arrayData + L.deoptSfi * 8) : null;
+    const owner = deoptSfi !== null && h.type(deoptSfi) !== L.types.sfi && h.isObject(deoptSfi) ? h.field(deoptSfi, 8) : deoptSfi;
+    if (owner !== sfi) return [this.named(fn, kind, null, "the code is not the function's (replaced): no line")];
+    const table = h.byteArray(code.positionsObj);
+    const raw = table ? positionAt(table, at - code.start, L.positionCodeShift) : null;
+    const pos = splitPosition(raw);
+    if (!pos) return [this.named(fn, kind, null, table ? null : 'no source positions for its code')];
+    if (pos.inlining < 0) return [this.named(fn, kind, pos.offset, null)];
+    // inlined: innermost first, up the inlining positions to the physical function
+    const inl = h.inlining(code.deopt);
+    if (!inl) return [this.named(fn, kind, null, 'unreadable inlining data')];
+    const out = [];
+    let cur = pos;
+    for (let n = 0; n < 64 && cur && cur.inlining >= 0 && cur.inlining < inl.sfis.length; n++) {
+      const inner = inl.sfis[cur.inlining] !== null ? this.function(inl.sfis[cur.inlining]) : null;
+      out.push(inner ? { ...this.named(inner, kind, cur.offset, null), inlined: true } : { name: '[JS inlined: unreadable]', kind: 'unnamed', inlined: true });
+      cur = splitPosition(inl.positions[cur.inlining]);
+    }
+    out.push(this.named(fn, kind, cur ? cur.offset : null, null));
+    return out;
+  }
+}
+
+module.exports = { V8Names, interpreterRanges };
