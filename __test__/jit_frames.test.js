@@ -278,7 +278,9 @@ describe('stackcount --profile: the hot function V8 inlined', { skip: skipRoot, 
       console.log(`Node ${major} --perf-basic-prof: hotLoopX in ${r.hot}, marked ${r.marked}, of ${r.total} main-thread samples`);
       // the rest: node's own C++ (libuv, GC)
       assert.ok(r.total >= 20 && r.hot + r.marked >= r.total * 0.8, `hotLoopX in ${r.hot}, marked in ${r.marked}, of ${r.total} samples\n${r.stderr}`);
-      assert.match(r.stderr, /runs without --no-maglev-inlining: .*run node --perf-basic-prof --no-maglev-inlining/);
+      // V8's own data names the inlined function (issue 27): the flag is advised only where a Maglev frame is still marked
+      if (r.marked) assert.match(r.stderr, /runs without --no-maglev-inlining: .*run node --perf-basic-prof --no-maglev-inlining/);
+      else assert.ok(r.hot >= r.total * 0.8, `hotLoopX named from V8's data in ${r.hot} of ${r.total} samples`);
     });
   }
 });

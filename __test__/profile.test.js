@@ -165,7 +165,8 @@ describe("issue 23's inlining case (Maglev inlines hotLoopX into processImmediat
       const plain = share();
       const unnamed = plain.lines.filter((l) => !/;hotLoopX /.test(l) && /processImmediate/.test(l) && !/may hold inlined code: run node with --no-maglev-inlining/.test(l));
       const inProcessImmediate = plain.lines.filter((l) => /processImmediate[^;]* \d+$/.test(l));
-      assert.deepEqual(inProcessImmediate.filter((l) => !/--no-maglev-inlining/.test(l)), [], `samples in processImmediate's code say which flag names what it inlined:\n${unnamed.join('\n')}`);
+      // (named from V8's data, issue 27, a sample in processImmediate's own code has its line: inlined code there would be named by its position)
+      assert.deepEqual(inProcessImmediate.filter((l) => !/--no-maglev-inlining/.test(l) && !/processImmediate node:internal\/timers:\d+:\d+ \d+$/.test(l)), [], `samples in processImmediate's code say which flag names what it inlined, or are named with their line:\n${unnamed.join('\n')}`);
     });
   }
 });
