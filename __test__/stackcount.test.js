@@ -109,7 +109,7 @@ describe('examples/stackcount.js', { skip, timeout: 5 * TIMEOUT_MS }, () => {
       let js = 0;
       for (const line of stdout.trim().split('\n')) {
         const m = /^(\S+?);(.*) (\d+)$/.exec(line);
-        if (!m || m[1] !== 'node') continue; // the main thread (Node 20 names every thread node; 22+ name the workers)
+        if (!m || !/^(?:node|MainThread|node-MainThread)$/.test(m[1])) continue; // the main thread (Node 20 names every thread node; newer ones name it MainThread or node-MainThread)
         const frames = m[2].split(';');
         const entry = frames.lastIndexOf('Builtins_JSEntryTrampoline');
         if (entry < 0) continue;
