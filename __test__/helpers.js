@@ -238,4 +238,17 @@ function prng(seed) {
   };
 }
 
-module.exports = { bpf, tiedToThisProcess, runLines, runCases, prng, root, objectPath, getppidLoop, streamer, buildFixture, sleep, waitFor, kernelIds, added, throwsCode, startExample, workloadOf, twoFiles, openBoth };
+/** The ids of the BPF objects of `kind` (`bpf-prog`, `bpf-map`, `bpf_link`) this process holds (its fds): other processes' do not count. */
+function ownIds(kind) {
+  return fs.readdirSync('/proc/self/fd').flatMap((fd) => {
+    try {
+      if (fs.readlinkSync(`/proc/self/fd/${fd}`) !== `anon_inode:${kind}`) return [];
+      const m = /(?:prog_id|link_id|map_id):\s*(\d+)/.exec(fs.readFileSync(`/proc/self/fdinfo/${fd}`, 'utf8'));
+      return m ? [Number(m[1])] : [];
+    } catch {
+      return []; // closed meanwhile
+    }
+  });
+}
+
+module.exports = { bpf, ownIds, tiedToThisProcess, runLines, runCases, prng, root, objectPath, getppidLoop, streamer, buildFixture, sleep, waitFor, kernelIds, added, throwsCode, startExample, workloadOf, twoFiles, openBoth };

@@ -24,6 +24,11 @@ const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'jit-frames-test-'));
 after(() => fs.rmSync(tmp, { recursive: true, force: true }));
 
 const TURBOFAN = path.join(__dirname, 'fixtures', 'turbofan_inline.js');
+// The jitdump names an inlined function from the Sparkplug code of the function
+// that encloses its position. On a loaded machine V8 sometimes optimizes helper
+// without ever compiling it with Sparkplug, and the frame is then marked, not
+// named (CI failed on it once): --always-sparkplug makes that code certain.
+const TURBOFAN_FLAGS = ['--no-maglev-inlining', '--always-sparkplug'];
 
 /** A jitdump of `script` (default: the workload), written by `node` (--perf-prof, and `flags`) in `ms` milliseconds. */
 function realDump(node, ms, script = WORKLOAD, flags = []) {
@@ -79,7 +84,7 @@ describe('lib/jitdump', () => {
     const { node, skip } = testNode(major);
     if (skip) console.log(`skipping the TurboFan jitdump of Node ${major}: ${skip}`);
     test(`Node ${major}: TurboFan code names the function it inlined (helper into outer)`, { skip }, () => {
-      const dump = new JitDump(realDump(/** @type {string} */ (node), 2500, TURBOFAN, ['--no-maglev-inlining'])).refresh();
+      const dump = new JitDump(realDump(/** @type {string} */ (node), 2500, TURBOFAN, TURBOFAN_FLAGS)).refresh();
       const outer = `outer ${TURBOFAN}:5:15`;
       const helper = `helper ${TURBOFAN}:4:16`;
       const seen = new Map();
@@ -96,7 +101,7 @@ describe('lib/jitdump', () => {
     const { StackSymbolizer } = require('../lib/frames/stacks');
     const node = dumpNode ?? process.execPath;
     // a live process with a jitdump in its working directory, with TurboFan's inlining of helper in outer
-    const child = spawn(node, ['--perf-prof', '--no-maglev-inlining', TURBOFAN, '25000'], { cwd: tmp, stdio: 'ignore' });
+    const child = spawn(node, ['--perf-prof', ...TURBOFAN_FLAGS, TURBOFAN, '25000'], { cwd: tmp, stdio: 'ignore' });
     try {
       // TurboFan compiles outer, and V8 flushes the dump's buffer, within
       // ~2 s on an idle machine; up to 20 s here on a loaded one

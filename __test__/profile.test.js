@@ -11,7 +11,7 @@ const http = require('node:http');
 const os = require('node:os');
 const path = require('node:path');
 const bpf = require('..');
-const { kernelIds } = require('./helpers');
+const { kernelIds, ownIds } = require('./helpers');
 
 const ROOT = path.join(__dirname, '..');
 const SERVICE = path.join(__dirname, 'fixtures', 'profile_service.js');
@@ -41,18 +41,6 @@ function service(args, { node = process.execPath, prefix = [], nodeArgs = NODE_A
   return JSON.parse(r.stdout.trim().split('\n').pop());
 }
 
-/** The ids of the BPF objects of `kind` (`bpf-prog`, `bpf_link`, `bpf-map`) this process holds (its fds). */
-function ownIds(kind) {
-  return fs.readdirSync('/proc/self/fd').flatMap((fd) => {
-    try {
-      if (fs.readlinkSync(`/proc/self/fd/${fd}`) !== `anon_inode:${kind}`) return [];
-      const m = /(?:prog_id|link_id|map_id):\s*(\d+)/.exec(fs.readFileSync(`/proc/self/fdinfo/${fd}`, 'utf8'));
-      return m ? [Number(m[1])] : [];
-    } catch {
-      return []; // closed meanwhile
-    }
-  });
-}
 
 /** `service()` without blocking this process (it serves the push's receiver meanwhile). */
 function serviceAsync(args) {

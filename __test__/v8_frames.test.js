@@ -12,7 +12,7 @@ const { spawn, spawnSync, execFileSync } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { bpf, kernelIds, added, objectPath, sleep } = require('./helpers');
+const { bpf, kernelIds, added, objectPath, sleep, ownIds } = require('./helpers');
 const stacks = require('../lib/frames/stacks');
 const { V8Frames } = require('../lib/frames/v8');
 const { testNode } = require('../scripts/nodes');
@@ -268,18 +268,6 @@ describe('off CPU, flagless', { skip: skip || (!goOk && 'no go toolchain: go too
   });
 });
 
-/** The ids of the BPF objects of `kind` (`bpf-prog`, `bpf-map`, `bpf_link`) this process holds (its fds): other processes' do not count. */
-function ownIds(kind) {
-  return fs.readdirSync('/proc/self/fd').flatMap((fd) => {
-    try {
-      if (fs.readlinkSync(`/proc/self/fd/${fd}`) !== `anon_inode:${kind}`) return [];
-      const m = /(?:prog_id|link_id|map_id):\s*(\d+)/.exec(fs.readFileSync(`/proc/self/fdinfo/${fd}`, 'utf8'));
-      return m ? [Number(m[1])] : [];
-    } catch {
-      return []; // closed meanwhile
-    }
-  });
-}
 
 describe('cleanup', { skip }, () => {
   test('close leaves none of the walk\'s maps or programs in the kernel (stackcount, profile)', async () => {
