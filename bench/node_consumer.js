@@ -69,9 +69,10 @@ let peakRss = 0;
 // per record between the two, once V8 has compiled the callback and the
 // library's loop), looked at with each stamp: every 4096 records, as
 // consumer.c looks at it once per consume. Not from a timer: its wakeups
-// were charged to the consumer (a 20 ms interval cost the main thread
-// ~290 µs of CPU per tick on the 2026-11-28 VM, ~10 ns per record at 1.4 M
-// records/s). No branch that runs only at the marks: markRecv/markUs[k]
+// are charged to the consumer (a 20 ms interval cost an idle Node ~290 µs
+// of CPU per tick on the 2026-11-28 VM; in a run, where the main thread
+// wakes for the records anyway, the difference was within the spread).
+// No branch that runs only at the marks: markRecv/markUs[k]
 // are written at every stamp and k moves on (branch-free) once a mark is
 // passed, so the compiled callback never meets a path it has not seen.
 const markAt = [Infinity, Infinity, Infinity];
