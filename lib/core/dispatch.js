@@ -1,5 +1,4 @@
 'use strict';
-const { RawRecord } = require('./raw_record');
 
 /**
  * The dispatcher: the function the addon's poller calls (its doorbell) on the
@@ -184,6 +183,8 @@ function dispatcher({ callback, perCpu, decode, typeName, lost, onError, batch, 
   // under a flood.)
   let slotLength = -1;
   let slots = [];
+  // loaded with the first raw dispatcher: decoded and batch records need none
+  const RawRecord = decode === null && !batch ? require('./raw_record').RawRecord : undefined;
   /** The raw record `i`, of `len` bytes at `start`. */
   const rawRecord = (i, start, len) => {
     if (len === slotLength && start === i * len) {
