@@ -544,6 +544,15 @@ export interface IteratorOptions {
 }
 
 /**
+ * The byte offset of member `field` (`self.parent`: names joined by `.`)
+ * of the struct or union `typeName` in the running kernel, from its BTF
+ * (/sys/kernel/btf/vmlinux, parsed once per process): what a BPF program
+ * that reads the kernel's memory without a CO-RE relocation is given
+ * before load (bpf/filter.bpf.h's cgroup walk).
+ */
+export declare function kernelFieldOffset(typeName: string, field: string): number
+
+/**
  * Whether a kprobe can attach to the kernel function `funcName`, as
  * libbpf-tools' `kprobe_exists()` asks: the kernel has kprobes
  * (`features().kprobes`) and lists the function in tracefs's

@@ -848,6 +848,7 @@ module.exports.errnoName = nativeBinding.errnoName
 module.exports.features = nativeBinding.features
 module.exports.fentryCanAttach = nativeBinding.fentryCanAttach
 module.exports.flameGraph = nativeBinding.flameGraph
+module.exports.kernelFieldOffset = nativeBinding.kernelFieldOffset
 module.exports.kprobeExists = nativeBinding.kprobeExists
 module.exports.libraryThreads = nativeBinding.libraryThreads
 module.exports.openObject = nativeBinding.openObject

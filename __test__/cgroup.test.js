@@ -9,8 +9,9 @@ const assert = require('node:assert/strict');
 const { spawn, spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const path = require('node:path');
-const { getppidLoop, startExample, throwsCode, waitFor } = require('./helpers');
-const { cgroupV2Root, resolveCgroup, parseContainer, CgroupNames, containerLabel } = require('../lib/host/cgroup');
+const { bpf, getppidLoop, startExample, throwsCode, waitFor } = require('./helpers');
+const { objectPath } = require('../lib/core/objects');
+const { cgroupV2Root, resolveCgroup, parseContainer, CgroupNames, containerLabel, configureCgroup } = require('../lib/host/cgroup');
 const { perfMapPath, namespacePid } = require('../lib/host/procfs');
 
 const EXAMPLES = path.join(__dirname, '..', 'examples');
@@ -170,6 +171,49 @@ describe('the tools with --cgroup and --per-container', { skip, timeout: 4 * TIM
     const events = fileIo.stdout.split('\n').filter((l) => l.startsWith('{"')).map((l) => JSON.parse(l)).filter((e) => e.syscall);
     assert.deepEqual([...new Set(events.map((e) => e.pid))], [outs.pids.a], fileIo.stdout);
     assert.deepEqual(events.map((e) => e.syscall), ['write'], fileIo.stdout);
+  });
+
+  test('the walk up a thread\'s cgroups (kernels before 6.4; forced here), at offsets from the kernel\'s BTF: the threads of the cgroup and below, as the helper counts them', async () => {
+    // bpf/file_io.bpf.o: the loop writes its result once, at exit, in its cgroup (it was moved while blocked in read)
+    const sub = path.join(dirs.a, 'sub');
+    fs.mkdirSync(sub);
+    const tracers = [];
+    try {
+      const trace = (dir, walk) => {
+        const obj = bpf.loadBpfProgram(objectPath('file_io'));
+        tracers.push(obj);
+        configureCgroup(obj, { cgroup: resolveCgroup(dir) });
+        if (walk) obj.setGlobalVariable('cgroup_walk', true);
+        for (const [name, prog] of Object.entries(obj.programs)) {
+          const [, category, tp] = prog.section.split('/');
+          obj.attachTracepoint(category, tp, name);
+        }
+        const events = [];
+        obj.getMap('events').openPerfBuffer((cpu, e) => events.push([e.pid, e.syscall]), { type: 'file_io_event', wakeupBytes: 1 });
+        return events;
+      };
+      const walkA = trace(dirs.a, true); // the loop is two levels down from the root, one below a
+      const walkSub = trace(sub, true);
+      const walkB = trace(dirs.b, true);
+      const helperA = trace(dirs.a, false);
+      const loops = { sub: getppidLoop(3), b: getppidLoop(5), here: getppidLoop(7) };
+      fs.writeFileSync(path.join(sub, 'cgroup.procs'), String(loops.sub.child.pid));
+      fs.writeFileSync(path.join(dirs.b, 'cgroup.procs'), String(loops.b.child.pid));
+      for (const loop of Object.values(loops)) loop.go();
+      for (const loop of Object.values(loops)) assert.equal((await loop.exited).code, 0);
+      const all = [walkA, walkSub, walkB, helperA];
+      assert.ok(await waitFor(() => all.every((e) => e.length > 0)), JSON.stringify(all));
+      await new Promise((resolve) => setTimeout(resolve, 200)); // anything more would be wrong
+      const write = (pid) => [[pid, 'FILE_IO_WRITE']];
+      assert.deepEqual(helperA, write(loops.sub.child.pid), 'the helper');
+      assert.deepEqual(walkA, helperA, 'the walk, as the helper');
+      assert.deepEqual(walkSub, write(loops.sub.child.pid));
+      assert.deepEqual(walkB, write(loops.b.child.pid));
+    } finally {
+      for (const obj of tracers) obj.close();
+      await waitFor(() => fs.readFileSync(path.join(sub, 'cgroup.procs'), 'utf8') === '');
+      fs.rmdirSync(sub);
+    }
   });
 
   test('-p and --cgroup: both apply; stackcount --per-container: the CONTAINER of each stack', async () => {

@@ -173,6 +173,36 @@ test('a slow callback yields to the event loop after 10 ms, with the addon pause
   assert.strictEqual(flow.paused, false, 'resumed once caught up');
 });
 
+test('doorbell calls back to back (several in one turn of the loop) share one 10 ms budget, and the event loop runs between', async () => {
+  const records = [];
+  const flow = flowOf(records);
+  const state = stateOf();
+  let immediateAt = -1;
+  setImmediate(() => {
+    immediateAt = state.received;
+  });
+  const dispatch = dispatcher({
+    callback: () => {
+      const until = performance.now() + 0.1; // 100 µs a record
+      while (performance.now() < until);
+    },
+    perCpu: false,
+    decode: null,
+    state,
+    flow,
+  });
+  // 20 calls in this turn with 20 new records each: each call's records take 2 ms, well in a budget of
+  // their own; together they take 40 ms, and they share one budget
+  for (let call = 0; call < 20; call++) {
+    for (let i = 0; i < 20; i++) records.push(record(i));
+    dispatch(null);
+  }
+  assert.ok(state.received < 200, `${state.received} delivered in this turn (one budget: ~100)`);
+  await until(() => state.received === 400);
+  assert.ok(immediateAt > 0 && immediateAt < 400, `the event loop ran after ${immediateAt} records`);
+  assert.strictEqual(flow.paused, false, 'resumed once caught up');
+});
+
 test("a raw record's read methods return what Buffer's return, and throw what Buffer's throw", async () => {
   // a raw record as the dispatcher hands it over: 16 bytes inside a larger buffer
   const bytes = Buffer.from(Array.from({ length: 64 }, (_, i) => (i * 37 + 200) & 255));

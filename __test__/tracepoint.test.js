@@ -135,6 +135,7 @@ test('attach() attaches by the SEC() name, as libbpf auto-attach', (t) => {
   t.after(() => obj.close());
   obj.setGlobalVariable('target_pid', process.pid);
   const link = obj.attach(obj.programs.handle_enter_openat);
+  assert.strictEqual(obj.programs, obj.programs, 'the programs are made once (a loop over them makes none)');
   assert.match(link.target, /tp\/syscalls\/sys_enter_openat/);
   const start = obj.getGlobalVariable('enter_count');
   fs.closeSync(fs.openSync(__filename, 'r'));

@@ -10,7 +10,7 @@
 
 /* openat(dfd, filename, flags, mode) */
 SEC("tp/syscalls/sys_enter_openat")
-int handle_enter_openat(struct trace_event_raw_sys_enter *ctx)
+int handle_enter_openat(struct syscall_enter_ctx *ctx)
 {
 	struct call_start *s = enter_call(FILE_IO_OPENAT);
 
@@ -26,14 +26,14 @@ int handle_enter_openat(struct trace_event_raw_sys_enter *ctx)
 }
 
 SEC("tp/syscalls/sys_exit_openat")
-int handle_exit_openat(struct trace_event_raw_sys_exit *ctx)
+int handle_exit_openat(struct syscall_exit_ctx *ctx)
 {
 	return exit_call(ctx, FILE_IO_OPENAT, ctx->ret);
 }
 
 /* read(fd, buf, count) */
 SEC("tp/syscalls/sys_enter_read")
-int handle_enter_read(struct trace_event_raw_sys_enter *ctx)
+int handle_enter_read(struct syscall_enter_ctx *ctx)
 {
 	struct call_start *s = enter_call(FILE_IO_READ);
 
@@ -45,14 +45,14 @@ int handle_enter_read(struct trace_event_raw_sys_enter *ctx)
 }
 
 SEC("tp/syscalls/sys_exit_read")
-int handle_exit_read(struct trace_event_raw_sys_exit *ctx)
+int handle_exit_read(struct syscall_exit_ctx *ctx)
 {
 	return exit_call(ctx, FILE_IO_READ, ctx->ret);
 }
 
 /* write(fd, buf, count) */
 SEC("tp/syscalls/sys_enter_write")
-int handle_enter_write(struct trace_event_raw_sys_enter *ctx)
+int handle_enter_write(struct syscall_enter_ctx *ctx)
 {
 	struct call_start *s = enter_call(FILE_IO_WRITE);
 
@@ -64,14 +64,14 @@ int handle_enter_write(struct trace_event_raw_sys_enter *ctx)
 }
 
 SEC("tp/syscalls/sys_exit_write")
-int handle_exit_write(struct trace_event_raw_sys_exit *ctx)
+int handle_exit_write(struct syscall_exit_ctx *ctx)
 {
 	return exit_call(ctx, FILE_IO_WRITE, ctx->ret);
 }
 
 /* close(fd) */
 SEC("tp/syscalls/sys_enter_close")
-int handle_enter_close(struct trace_event_raw_sys_enter *ctx)
+int handle_enter_close(struct syscall_enter_ctx *ctx)
 {
 	struct call_start *s = enter_call(FILE_IO_CLOSE);
 
@@ -83,7 +83,7 @@ int handle_enter_close(struct trace_event_raw_sys_enter *ctx)
 }
 
 SEC("tp/syscalls/sys_exit_close")
-int handle_exit_close(struct trace_event_raw_sys_exit *ctx)
+int handle_exit_close(struct syscall_exit_ctx *ctx)
 {
 	return exit_call(ctx, FILE_IO_CLOSE, ctx->ret);
 }

@@ -9,7 +9,7 @@
 
 /* mmap(addr, len, prot, flags, fd, off) */
 SEC("tp/syscalls/sys_enter_mmap")
-int handle_enter_mmap(struct trace_event_raw_sys_enter *ctx)
+int handle_enter_mmap(struct syscall_enter_ctx *ctx)
 {
 	struct call_start *s = enter_call(MEM_MMAP);
 
@@ -25,14 +25,14 @@ int handle_enter_mmap(struct trace_event_raw_sys_enter *ctx)
 }
 
 SEC("tp/syscalls/sys_exit_mmap")
-int handle_exit_mmap(struct trace_event_raw_sys_exit *ctx)
+int handle_exit_mmap(struct syscall_exit_ctx *ctx)
 {
 	return exit_call(ctx, MEM_MMAP, ctx->ret);
 }
 
 /* munmap(addr, len) */
 SEC("tp/syscalls/sys_enter_munmap")
-int handle_enter_munmap(struct trace_event_raw_sys_enter *ctx)
+int handle_enter_munmap(struct syscall_enter_ctx *ctx)
 {
 	struct call_start *s = enter_call(MEM_MUNMAP);
 
@@ -45,14 +45,14 @@ int handle_enter_munmap(struct trace_event_raw_sys_enter *ctx)
 }
 
 SEC("tp/syscalls/sys_exit_munmap")
-int handle_exit_munmap(struct trace_event_raw_sys_exit *ctx)
+int handle_exit_munmap(struct syscall_exit_ctx *ctx)
 {
 	return exit_call(ctx, MEM_MUNMAP, ctx->ret);
 }
 
 /* madvise(addr, len, advice) */
 SEC("tp/syscalls/sys_enter_madvise")
-int handle_enter_madvise(struct trace_event_raw_sys_enter *ctx)
+int handle_enter_madvise(struct syscall_enter_ctx *ctx)
 {
 	struct call_start *s = enter_call(MEM_MADVISE);
 
@@ -66,7 +66,7 @@ int handle_enter_madvise(struct trace_event_raw_sys_enter *ctx)
 }
 
 SEC("tp/syscalls/sys_exit_madvise")
-int handle_exit_madvise(struct trace_event_raw_sys_exit *ctx)
+int handle_exit_madvise(struct syscall_exit_ctx *ctx)
 {
 	return exit_call(ctx, MEM_MADVISE, ctx->ret);
 }

@@ -13,7 +13,7 @@
 
 /* socket(family, type, protocol) */
 SEC("tp/syscalls/sys_enter_socket")
-int handle_enter_socket(struct trace_event_raw_sys_enter *ctx)
+int handle_enter_socket(struct syscall_enter_ctx *ctx)
 {
 	struct call_start *s = enter_call(NET_SOCKET);
 
@@ -27,14 +27,14 @@ int handle_enter_socket(struct trace_event_raw_sys_enter *ctx)
 }
 
 SEC("tp/syscalls/sys_exit_socket")
-int handle_exit_socket(struct trace_event_raw_sys_exit *ctx)
+int handle_exit_socket(struct syscall_exit_ctx *ctx)
 {
 	return exit_call(ctx, NET_SOCKET, ctx->ret);
 }
 
 /* connect(fd, uservaddr, addrlen) */
 SEC("tp/syscalls/sys_enter_connect")
-int handle_enter_connect(struct trace_event_raw_sys_enter *ctx)
+int handle_enter_connect(struct syscall_enter_ctx *ctx)
 {
 	const void *uaddr = (const void *)ctx->args[1];
 	__u64 addrlen = ctx->args[2];
@@ -67,7 +67,7 @@ int handle_enter_connect(struct trace_event_raw_sys_enter *ctx)
 }
 
 SEC("tp/syscalls/sys_exit_connect")
-int handle_exit_connect(struct trace_event_raw_sys_exit *ctx)
+int handle_exit_connect(struct syscall_exit_ctx *ctx)
 {
 	return exit_call(ctx, NET_CONNECT, ctx->ret);
 }

@@ -327,6 +327,44 @@ pub fn layout_by_id(btf: &Btf<'_>, id: u32) -> Option<Value> {
   btf.type_by_id::<BtfType<'_>>(TypeId::from(id)).map(|t| layout(btf, t))
 }
 
+/// The byte offset of member `path` (`self.parent`: names joined by `.`)
+/// in the struct or union `ty`, looking into anonymous members as C does.
+/// None: no such member, or a bitfield on the way.
+pub fn member_offset(btf: &Btf<'_>, ty: BtfType<'_>, path: &str) -> Option<usize> {
+  let mut ty = resolve(ty);
+  let mut offset = 0;
+  for name in path.split('.') {
+    let (bits, member_ty) = find_member(btf, ty, name, 0)?;
+    offset += bits / 8;
+    ty = resolve(member_ty);
+  }
+  Some(offset)
+}
+
+/// Member `name` of the struct or union `ty` (or of an anonymous member of
+/// it): its offset in bits and its type.
+fn find_member<'b>(btf: &'b Btf<'_>, ty: BtfType<'b>, name: &str, depth: usize) -> Option<(usize, BtfType<'b>)> {
+  if depth > MAX_DEPTH || !matches!(ty.kind(), BtfKind::Struct | BtfKind::Union) {
+    return None;
+  }
+  let comp = types::Composite::try_from(ty).ok()?;
+  for member in comp.iter() {
+    let Some(member_ty) = btf.type_by_id::<BtfType<'_>>(member.ty) else { continue };
+    let resolved = resolve(member_ty);
+    let (bit_offset, bit_size) = member_bits(&member.attr, resolved);
+    let member_name = name_of(member.name);
+    if member_name == name {
+      return (bit_size == 0 && bit_offset % 8 == 0).then_some((bit_offset, member_ty));
+    }
+    if member_name.is_empty() {
+      if let Some((bits, t)) = find_member(btf, resolved, name, depth + 1) {
+        return Some((bit_offset + bits, t));
+      }
+    }
+  }
+  None
+}
+
 #[cfg(test)]
 mod tests {
   use super::*;
@@ -368,6 +406,24 @@ mod tests {
     let e = layout(&btf, find_named(&btf, "enum bpf_map_type").expect("enum bpf_map_type"));
     assert_eq!(e["kind"], "enum");
     assert!(e["values"].as_array().unwrap().iter().any(|v| v[0] == "BPF_MAP_TYPE_RINGBUF" && v[1] == 27));
+  }
+
+  #[test]
+  fn member_offsets_through_nested_and_anonymous_members() {
+    let btf = vmlinux();
+    let l = |name: &str| layout(&btf, find_named(&btf, name).expect(name));
+    let offset_in = |l: &Value, name: &str| {
+      l["fields"].as_array().unwrap().iter().find(|f| f["name"] == name).expect(name)["offset"].as_u64().unwrap() as usize
+    };
+    let task = find_named(&btf, "struct task_struct").unwrap();
+    // a direct member: the layout's offset (which flattens anonymous members too)
+    assert_eq!(member_offset(&btf, task, "comm"), Some(offset_in(&l("struct task_struct"), "comm")));
+    // a member of a member: cgroup.self is a struct cgroup_subsys_state, parent in it
+    let cgroup = find_named(&btf, "struct cgroup").unwrap();
+    let want = offset_in(&l("struct cgroup"), "self") + offset_in(&l("struct cgroup_subsys_state"), "parent");
+    assert_eq!(member_offset(&btf, cgroup, "self.parent"), Some(want));
+    assert_eq!(member_offset(&btf, task, "no_such_member"), None);
+    assert_eq!(member_offset(&btf, task, "comm.x"), None, "comm is no struct");
   }
 
   #[test]

@@ -416,6 +416,39 @@ pub fn possible_cpus_js() -> Result<u32> {
   })
 }
 
+thread_local! {
+  /// The kernel's BTF, parsed once per process (on the thread that asks:
+  /// the main thread), for `kernelFieldOffset`.
+  static VMLINUX_BTF: std::cell::OnceCell<Option<libbpf_rs::Btf<'static>>> = const { std::cell::OnceCell::new() };
+}
+
+/// The byte offset of member `field` (`self.parent`: names joined by `.`)
+/// of the struct or union `typeName` in the running kernel, from its BTF
+/// (/sys/kernel/btf/vmlinux, parsed once per process): what a BPF program
+/// that reads the kernel's memory without a CO-RE relocation is given
+/// before load (bpf/filter.bpf.h's cgroup walk).
+#[napi_derive::napi(js_name = "kernelFieldOffset")]
+pub fn kernel_field_offset_js(type_name: String, field: String) -> Result<u32> {
+  guard(|| {
+    VMLINUX_BTF.with(|cell| {
+      let Some(btf) = cell.get_or_init(|| libbpf_rs::Btf::from_vmlinux().ok()) else {
+        return err(
+          Code::NotSupported,
+          "the kernel's BTF (/sys/kernel/btf/vmlinux) could not be read: a kernel built with CONFIG_DEBUG_INFO_BTF=y has it"
+            .to_string(),
+        );
+      };
+      let Some(ty) = crate::btf::find_named(btf, &type_name) else {
+        return err(Code::UnknownName, format!("the kernel's BTF has no type '{type_name}'"));
+      };
+      match crate::btf::member_offset(btf, ty, &field) {
+        Some(offset) => Ok(offset as u32),
+        None => err(Code::UnknownName, format!("the kernel's {type_name} has no member '{field}' (or it is a bitfield)")),
+      }
+    })
+  })
+}
+
 const TRACEPOINT: libbpf_sys::bpf_prog_type = libbpf_sys::BPF_PROG_TYPE_TRACEPOINT;
 const RAW_TRACEPOINT: libbpf_sys::bpf_prog_type = libbpf_sys::BPF_PROG_TYPE_RAW_TRACEPOINT;
 

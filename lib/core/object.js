@@ -29,6 +29,7 @@ class BpfObject {
   #handle;
   #buffers = new Set();
   #globals;
+  #programs;
 
   /** Not for users: `loadBpfProgram()` opens objects. */
   constructor(handle) {
@@ -56,9 +57,10 @@ class BpfObject {
     return this.#handle.closed;
   }
 
-  /** The programs of the object, keyed by their C function name, in ELF order. */
+  /** The programs of the object, keyed by their C function name, in ELF order (made once: the same object every time). */
   get programs() {
-    return this.#handle.programs;
+    this.#programs ??= this.#handle.programs;
+    return this.#programs;
   }
 
   /** The names of the object's maps (data-section maps excluded). */

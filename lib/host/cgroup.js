@@ -148,18 +148,49 @@ function containerLabel(row) {
   return row.containerId ? row.containerId.slice(0, 12) : row.cgroup;
 }
 
+// bpf/filter.bpf.h's walk up a thread's cgroups (kernels before 6.4) reads
+// the kernel's structs at these offsets, given before load: [global, struct,
+// member]. No CO-RE relocation: an object that needs no other loads without
+// libbpf parsing the kernel's BTF (about 15 ms of a 20 ms load).
+const CGROUP_OFFSETS = [
+  ['cgroup_off_task_cgroups', 'task_struct', 'cgroups'],
+  ['cgroup_off_css_set_dfl', 'css_set', 'dfl_cgrp'],
+  ['cgroup_off_level', 'cgroup', 'level'],
+  ['cgroup_off_parent', 'cgroup', 'self.parent'],
+  ['cgroup_off_css_cgroup', 'cgroup_subsys_state', 'cgroup'],
+  ['cgroup_off_kn', 'cgroup', 'kn'],
+  ['cgroup_off_kn_id', 'kernfs_node', 'id'],
+];
+/** @type {Map<string, number>} the offsets of this kernel, read once */
+const kernelOffsets = new Map();
+function kernelOffset(type, member) {
+  const key = `${type}.${member}`;
+  let offset = kernelOffsets.get(key);
+  if (offset === undefined) {
+    offset = require('../core/native').kernelFieldOffset(`struct ${type}`, member);
+    kernelOffsets.set(key, offset);
+  }
+  return offset;
+}
+
 /**
  * Sets, before load, the globals of bpf/filter.bpf.h from the tool's
  * options: `opts.cgroup` (from `--cgroup`, `resolveCgroup`) and
- * `opts.perContainer`.
+ * `opts.perContainer`. With a cgroup, also the offsets of the kernel's
+ * structs that the walk up a thread's cgroups reads (from the kernel's
+ * BTF, once per process), for the objects that have them.
  *
- * @param {{ setGlobalVariable(name: string, value: any): void }} obj
+ * @param {{ setGlobalVariable(name: string, value: any): void, globals: { name: string }[] }} obj
  * @param {{ cgroup?: { id: bigint, level: number }, perContainer?: boolean }} opts
  */
 function configureCgroup(obj, opts) {
   if (opts.cgroup) {
     obj.setGlobalVariable('target_cgroup', opts.cgroup.id);
     obj.setGlobalVariable('target_cgroup_level', opts.cgroup.level);
+    const has = new Set(obj.globals.map((g) => g.name));
+    for (const [name, type, member] of CGROUP_OFFSETS) {
+      if (has.has(name)) obj.setGlobalVariable(name, kernelOffset(type, member));
+    }
   }
   if (opts.perContainer) obj.setGlobalVariable('per_container', true);
 }
