@@ -7,9 +7,10 @@
 //   GET /debug/pprof/offcpu?seconds=N    the main thread off the CPU
 //   GET /flame?seconds=N[&kind=offCpu]   a flame graph (SVG), for a person
 // With --push URL it pushes a window every 15 s to Pyroscope's /ingest
-// instead (the pull then answers 409: one window at a time). Run it with
-// --perf-basic-prof (JavaScript names) and root, or CAP_BPF + CAP_PERFMON:
-//   node --perf-basic-prof examples/profile_service.js [--port N] [--push URL]
+// instead (the pull then answers 409: one window at a time). Run it as
+// root, or with CAP_BPF + CAP_PERFMON; no node flag is needed (JavaScript
+// frames are named from V8's own data):
+//   node examples/profile_service.js [--port N] [--push URL]
 // GET / does some work (JSON of a few thousand square roots); GET
 // /block?ms=N blocks the main thread for N ms in Atomics.wait. Prints
 // {"port": N} once it listens; SIGTERM stops it.
