@@ -30,6 +30,9 @@
 //      container running examples/workloads/hot_loop.js with
 //      NODE_OPTIONS=--perf-basic-prof (hotLoop named from the container's
 //      perf map);
+//   3b. flagless: stackcount --profile -p HOSTPID on a container's node
+//      started with no flags (__test__/fixtures/v8_hot.js): hotLoopNf named
+//      from V8's own data with its file and line in >= 90% of the samples;
 //   4. two containers in two cgroups v2 (libpod-ID under a parent made here
 //      in the v2 hierarchy), K1 and K2 getppid calls: syscalls --cgroup
 //      counts each exactly its own, funccount --per-container gives both;
@@ -44,7 +47,8 @@
 // /var/cache/node-libbpf/containers): bookworm/ (the debootstrap tree; SUITE
 // picks another),
 // node-VERSION/ (the host's node), run/ (this run's bundles, removed at the
-// end; KEEP=1 keeps them). Knobs: K, VERBOSE=1.
+// end; KEEP=1 keeps them). Knobs: K, VERBOSE=1, ONLY=NAME[,NAME] (those
+// scenarios alone: service, refused, stackcount, flagless, cgroups, bad input).
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
@@ -68,6 +72,8 @@ const SECCOMP_JSON = '/usr/share/containers/seccomp.json';
 const CGROUP2 = ['/sys/fs/cgroup/unified', '/sys/fs/cgroup'].find((d) => fs.existsSync(path.join(d, 'cgroup.procs')) && fs.statfsSync(d).type === 0x63677270);
 const CGROUP_PARENT = CGROUP2 && path.join(CGROUP2, `node-libbpf-test-${process.pid}`);
 const K = Number(process.env.K || 50);
+// ONLY=flagless,stackcount: those scenarios alone (while developing one)
+const ONLY = (process.env.ONLY || '').split(',').map((n) => n.trim()).filter(Boolean);
 const VERBOSE = !!process.env.VERBOSE;
 const PKG = '/opt/node-libbpf';
 
@@ -452,6 +458,50 @@ async function stackcountScenario() {
   }
 }
 
+/**
+ * A flagless node in a container (no perf map, no flag): from the host,
+ * stackcount --profile -p HOSTPID names its hot function from V8's own data,
+ * the node binary read through /proc/HOSTPID/root, its memory through
+ * process_vm_readv or /proc/HOSTPID/mem (lib/frames/v8.js): hotLoopNf, with
+ * its file (the container's path) and a line of it, in >= 90% of the
+ * samples (the V8Worker threads and the tracer's own left out, as
+ * __test__/v8_frames.test.js counts them on the host).
+ */
+async function flaglessScenario() {
+  const fixture = `${PKG}/__test__/fixtures/v8_hot.js`;
+  const lines = [5, 9]; // hotLoopNf in v8_hot.js
+  const hot = await startContainer('flagless', ['node', fixture]);
+  try {
+    // "ready": the optimizing tiers had a second to compile hotLoopNf
+    const ready = await hot.proc.waitFor(/^ready$/m, 30000);
+    if (!check('a flagless node runs v8_hot.js in a container', ready && hot.pid, ready ? `host pid ${hot.pid}` : tail(hot.proc.out.stderr))) return;
+    const map = `/proc/${hot.pid}/root/tmp/perf-1.map`;
+    check('  it writes no perf map (no --perf-basic-prof)', !fs.existsSync(map), map);
+    const sc = tool(['stackcount', '--profile', '-p', String(hot.pid), '-d', '3', '--folded', '-U'], { timeoutMs: 60000 });
+    if (await sc.waitFor(/^Tracing /m)) track(sc.child.pid);
+    const r = await sc.exited;
+    let samples = 0;
+    let named = 0;
+    const bad = [];
+    for (const line of r.stdout.trim().split('\n')) {
+      const m = /^(.*) (\d+)$/.exec(line);
+      if (!m || /^(node-)?V8Worker|^node-libbpf/.test(m[1])) continue;
+      samples += Number(m[2]);
+      const frame = m[1].split(';').find((f) => f.startsWith('hotLoopNf '));
+      if (!frame) continue;
+      const where = /^hotLoopNf (\S+):(\d+):(\d+)$/.exec(frame);
+      if (where && where[1] === fixture && Number(where[2]) >= lines[0] && Number(where[2]) <= lines[1]) named += Number(m[2]);
+      else bad.push(frame);
+    }
+    const pct = samples ? ((100 * named) / samples).toFixed(1) : '0';
+    check(`stackcount --profile -p HOSTPID on the flagless node: hotLoopNf ${fixture}:${lines[0]}-${lines[1]} in >= 90% of its samples`,
+      r.code === 0 && samples >= 100 && named >= 0.9 * samples && bad.length === 0,
+      r.code === 0 ? `${named} of ${samples} samples (${pct}%)${bad.length ? `; named without its file and line: ${bad.slice(0, 3).join(', ')}` : ''}` : `exit ${r.code}: ${tail(r.stderr)}`);
+  } finally {
+    await stopContainer(hot);
+  }
+}
+
 async function cgroupScenario() {
   if (!CGROUP2) {
     check('a cgroup v2 hierarchy (for --cgroup)', false, 'none mounted');
@@ -632,8 +682,10 @@ async function main() {
     await prepare();
     before = true;
     /** @type {[string, () => Promise<void>][]} */
-    const scenarios = [['service', serviceScenarios], ['refused', refusedScenarios], ['stackcount', stackcountScenario], ['cgroups', cgroupScenario], ['bad input', badInputScenarios]];
-    for (const [name, fn] of scenarios) {
+    const scenarios = [['service', serviceScenarios], ['refused', refusedScenarios], ['stackcount', stackcountScenario], ['flagless', flaglessScenario], ['cgroups', cgroupScenario], ['bad input', badInputScenarios]];
+    const unknown = ONLY.filter((n) => !scenarios.some(([name]) => name === n));
+    if (unknown.length) throw new Error(`ONLY=${process.env.ONLY}: no scenario ${unknown.join(', ')} (${scenarios.map(([name]) => name).join(', ')})`);
+    for (const [name, fn] of scenarios.filter(([n]) => !ONLY.length || ONLY.includes(n))) {
       try {
         await timed(name, fn);
       } catch (e) {
