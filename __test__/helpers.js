@@ -251,4 +251,40 @@ function ownIds(kind) {
   });
 }
 
-module.exports = { bpf, ownIds, tiedToThisProcess, runLines, runCases, prng, root, objectPath, getppidLoop, streamer, buildFixture, sleep, waitFor, kernelIds, added, throwsCode, startExample, workloadOf, twoFiles, openBoth };
+/**
+ * The argv prefix that runs a command as nobody with CAP_BPF + CAP_PERFMON
+ * only (inheritable and ambient: kept across exec; no CAP_SYS_PTRACE, no
+ * root): the least privilege a self-profiling service runs with.
+ */
+const AS_NOBODY = ['setpriv', '--reuid=nobody', '--regid=nogroup', '--clear-groups', '--inh-caps=+bpf,+perfmon', '--ambient-caps=+bpf,+perfmon'];
+
+/** The argv prefix that runs a command as pid 1 of a new PID namespace with its own /proc (--kill-child: the namespace's processes end with unshare). */
+const UNSHARE_PID = ['unshare', '--pid', '--fork', '--mount-proc', '--kill-child'];
+
+/**
+ * Before 5.11 the kernel charges BPF memory to RLIMIT_MEMLOCK, which nobody
+ * cannot raise: root raises it first (as LimitMEMLOCK=infinity would); [] on
+ * later kernels.
+ */
+function memlockPrefix() {
+  const [major, minor] = require('node:os').release().split('.').map(Number);
+  return major < 5 || (major === 5 && minor < 11) ? ['prlimit', '--memlock=unlimited'] : [];
+}
+
+/** Why nobody (AS_NOBODY) cannot load the package from this work tree here (a property of the machine), or false. */
+function nobodyCannotRun() {
+  if (process.getuid?.() !== 0) return 'running as nobody needs root: run the tests as root';
+  const { spawnSync } = require('node:child_process');
+  const r = spawnSync(AS_NOBODY[0], [...AS_NOBODY.slice(1), process.execPath, '-e', `require(${JSON.stringify(root)})`], { encoding: 'utf8' });
+  return r.status === 0 ? false : `nobody cannot load the package from ${root} (${r.stderr.split('\n').find((l) => l.includes('Error')) ?? r.status})`;
+}
+
+/** Why UNSHARE_PID cannot run here (a property of the machine), or false. */
+function pidNamespaceCannotRun() {
+  if (process.getuid?.() !== 0) return 'pid namespaces need root: run the tests as root';
+  const { spawnSync } = require('node:child_process');
+  const r = spawnSync(UNSHARE_PID[0], [...UNSHARE_PID.slice(1), 'true'], { encoding: 'utf8' });
+  return r.status === 0 ? false : `unshare --pid cannot run here: ${r.stderr.trim()}`;
+}
+
+module.exports = { bpf, AS_NOBODY, UNSHARE_PID, memlockPrefix, nobodyCannotRun, pidNamespaceCannotRun, ownIds, tiedToThisProcess, runLines, runCases, prng, root, objectPath, getppidLoop, streamer, buildFixture, sleep, waitFor, kernelIds, added, throwsCode, startExample, workloadOf, twoFiles, openBoth };

@@ -12,23 +12,17 @@ const { once } = require('node:events');
 const fs = require('node:fs');
 const path = require('node:path');
 const bpf = require('..');
-const { startExample, sleep } = require('./helpers');
+const { startExample, sleep, AS_NOBODY, UNSHARE_PID, memlockPrefix, nobodyCannotRun, pidNamespaceCannotRun } = require('./helpers');
 
 const ROOT = path.join(__dirname, '..');
 const SYSCALLS = path.join(ROOT, 'examples', 'node_syscalls.js');
 const EVENT_LOOP = path.join(ROOT, 'examples', 'trace_event_loop.js');
 const TICKS_FIXTURE = path.join(__dirname, 'fixtures', 'trace_event_loop_ticks.js');
 const HTTP = path.join(ROOT, 'examples', 'workloads', 'http.js');
-// --kill-child: the namespace's processes end with unshare
-const UNSHARE = ['unshare', '--pid', '--fork', '--mount-proc', '--kill-child'];
-const SETPRIV = ['setpriv', '--reuid=nobody', '--regid=nogroup', '--clear-groups', '--inh-caps=+bpf,+perfmon', '--ambient-caps=+bpf,+perfmon'];
+const UNSHARE = UNSHARE_PID;
+const SETPRIV = AS_NOBODY;
 
-function whyNot() {
-  if (process.getuid?.() !== 0) return 'pid namespaces and BPF need root: run the tests as root';
-  const r = spawnSync(UNSHARE[0], [...UNSHARE.slice(1), 'true'], { encoding: 'utf8' });
-  return r.status === 0 ? false : `unshare --pid cannot run here: ${r.stderr.trim()}`;
-}
-const skip = whyNot();
+const skip = pidNamespaceCannotRun();
 if (skip) console.log(`# skipping pidns.test.js: ${skip}`);
 
 /** Runs `body` (a function's source, given `bpf`) in a new node process under `prefix`; its JSON result. */
@@ -185,12 +179,9 @@ describe('the monitor in a pid namespace', { skip }, () => {
     assertCounts(child(COUNTS, [...UNSHARE, ...UNSHARE]));
   });
 
-  const canRun = spawnSync(SETPRIV[0], [...SETPRIV.slice(1), process.execPath, '-e', `require(${JSON.stringify(ROOT)})`], { encoding: 'utf8' });
-  const why = canRun.status === 0 ? false : `nobody cannot load the package from ${ROOT} (${canRun.stderr.split('\n').find((l) => l.includes('Error')) ?? canRun.status})`;
+  const why = nobodyCannotRun();
   if (why) console.log(`# skipping the least-privilege namespace test: ${why}`);
-  // before 5.11 the kernel charges BPF memory to RLIMIT_MEMLOCK, which nobody cannot raise: root raises it (LimitMEMLOCK=infinity)
-  const [major, minor] = require('node:os').release().split('.').map(Number);
-  const memlock = major < 5 || (major === 5 && minor < 11) ? ['prlimit', '--memlock=unlimited'] : [];
+  const memlock = memlockPrefix();
   test('as nobody with CAP_BPF + CAP_PERFMON only, pid 1 of its namespace', { skip: why }, () => {
     const caps = child(`async () => require('node:fs').readFileSync('/proc/self/status', 'utf8').match(/^Cap(Eff|Prm):.*$/gm)`, [...UNSHARE, ...memlock, ...SETPRIV]);
     // CAP_PERFMON (38) and CAP_BPF (39), nothing else

@@ -11,7 +11,7 @@ const http = require('node:http');
 const os = require('node:os');
 const path = require('node:path');
 const bpf = require('..');
-const { kernelIds, ownIds } = require('./helpers');
+const { kernelIds, ownIds, AS_NOBODY, UNSHARE_PID, memlockPrefix, nobodyCannotRun, pidNamespaceCannotRun } = require('./helpers');
 
 const ROOT = path.join(__dirname, '..');
 const SERVICE = path.join(__dirname, 'fixtures', 'profile_service.js');
@@ -280,30 +280,26 @@ describe('push', { skip }, () => {
 });
 
 describe('least privilege', { skip }, () => {
-  const setpriv = ['setpriv', '--reuid', 'nobody', '--regid', 'nogroup', '--clear-groups'];
-  const caps = ['--inh-caps', '+bpf,+perfmon', '--ambient-caps', '+bpf,+perfmon'];
-  const canRun = spawnSync(setpriv[0], [...setpriv.slice(1), process.execPath, '-e', `require(${JSON.stringify(ROOT)})`], { encoding: 'utf8' });
-  const why = canRun.status === 0 ? false : `nobody cannot load the package from ${ROOT}`;
+  const why = nobodyCannotRun();
   if (why) console.log(`# skipping the least-privilege test: ${why}`);
 
   test('as nobody with CAP_BPF + CAP_PERFMON: a CPU profile with JS frames', { skip: why }, () => {
     const dir = fs.mkdtempSync(path.join(tmp, 'nobody-'));
     fs.chmodSync(tmp, 0o777);
     fs.chmodSync(dir, 0o777);
-    service(['cpu', dir], { prefix: [...setpriv, ...caps] });
+    service(['cpu', dir], { prefix: [...memlockPrefix(), ...AS_NOBODY] });
     const top = pprof(['-top', '-nodecount=500'], path.join(dir, 'cpu.pb.gz'));
     assert.match(top, /hotLoop/);
     // kernel frames are named, or say why not (kallsyms shows addresses to CAP_SYSLOG only)
     assert.doesNotMatch(top, /\s\[unknown\]$/m, top);
   });
 
-  const unshare = ['unshare', '--pid', '--fork', '--mount-proc', '--kill-child'];
-  const noNs = spawnSync(unshare[0], [...unshare.slice(1), 'true']).status === 0 ? false : 'unshare --pid cannot run here';
+  const noNs = pidNamespaceCannotRun();
   test('the same as pid 1 of a pid namespace: its own threads are sampled (the kernel\'s tgid), labelled with its own tids', { skip: why || noNs }, () => {
     const dir = fs.mkdtempSync(path.join(tmp, 'pidns-'));
     fs.chmodSync(tmp, 0o777);
     fs.chmodSync(dir, 0o777);
-    const r = service(['cpu', dir], { prefix: [...unshare, ...setpriv, ...caps] });
+    const r = service(['cpu', dir], { prefix: [...UNSHARE_PID, ...memlockPrefix(), ...AS_NOBODY] });
     assert.ok(r.threads.includes('main:node'), JSON.stringify(r));
     const file = path.join(dir, 'cpu.pb.gz');
     assert.match(pprof(['-top'], file), /hotLoop/);

@@ -12,7 +12,7 @@ const { spawn, spawnSync, execFileSync } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { bpf, kernelIds, added, objectPath, sleep, ownIds } = require('./helpers');
+const { bpf, kernelIds, added, objectPath, sleep, ownIds, AS_NOBODY, UNSHARE_PID, memlockPrefix, nobodyCannotRun, pidNamespaceCannotRun } = require('./helpers');
 const stacks = require('../lib/frames/stacks');
 const { V8Frames } = require('../lib/frames/v8');
 const { testNode } = require('../scripts/nodes');
@@ -35,12 +35,21 @@ if (skip) console.log(`# skipping v8_frames.test.js: ${skip}`);
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'v8-frames-test-'));
 after(() => fs.rmSync(tmp, { recursive: true, force: true }));
 
-/** Starts the hot fixture under `node` (`args` before the script); resolves once it is ready. */
-function startHot(node, args = []) {
-  const child = spawn(node, [...args, HOT], { stdio: ['pipe', 'pipe', 'inherit'], cwd: tmp });
+/**
+ * Starts the hot fixture under `node` (`args` before the script; `prefix`
+ * before node: UNSHARE_PID, whose forked child is the node); `ready`
+ * resolves once it is ready, to node's pid as the host sees it.
+ */
+function startHot(node, args = [], prefix = []) {
+  const [cmd, ...rest] = [...prefix, node, ...args, HOT];
+  const child = spawn(cmd, rest, { stdio: ['pipe', 'pipe', 'inherit'], cwd: tmp });
   const ready = new Promise((resolve, reject) => {
-    child.stdout.on('data', (d) => String(d).includes('ready') && resolve(undefined));
-    child.on('exit', (code) => reject(new Error(`${node} ${HOT} exited ${code} before it was ready`)));
+    child.stdout.on('data', (d) => {
+      if (!String(d).includes('ready')) return;
+      // unshare --fork: node is its child (pid 1 of the namespace)
+      resolve(prefix[0] === 'unshare' ? Number(fs.readFileSync(`/proc/${child.pid}/task/${child.pid}/children`, 'utf8').trim().split(' ')[0]) : child.pid);
+    });
+    child.on('exit', (code) => reject(new Error(`${cmd} ${HOT} exited ${code} before it was ready`)));
   });
   const stop = () => {
     child.stdin.end();
@@ -206,25 +215,7 @@ describe('named, on flagless nodes', { skip }, () => {
     test(`Node ${major}: stackcount -p PID --profile --folded names hotLoopNf (file and line) in >= 90% of the main thread's samples`, { skip: !node && `no Node ${major}`, todo }, async () => {
       const hot = startHot(/** @type {string} */ (node));
       try {
-        await hot.ready;
-        const r = spawnSync(process.execPath, [STACKCOUNT, '-p', String(hot.child.pid), '--profile', '--duration', '3', '--folded', '-U'], { encoding: 'utf8', timeout: 60_000 });
-        assert.equal(r.status, 0, r.stderr);
-        let samples = 0;
-        let named = 0;
-        for (const line of r.stdout.trim().split('\n')) {
-          const m = /^(.*) (\d+)$/.exec(line);
-          if (!m || /^V8Worker|^node-libbpf/.test(m[1])) continue;
-          samples += Number(m[2]);
-          const frame = m[1].split(';').find((f) => f.startsWith('hotLoopNf '));
-          if (!frame) continue;
-          const where = /^hotLoopNf (\S+):(\d+):(\d+)$/.exec(frame);
-          assert.ok(where, `file and line: ${frame}`);
-          assert.equal(path.basename(where[1]), 'v8_hot.js', frame);
-          assert.ok(Number(where[2]) >= HOT_LINES[0] && Number(where[2]) <= HOT_LINES[1], `a line of hotLoopNf: ${frame}`);
-          named += Number(m[2]);
-        }
-        assert.ok(samples >= 100, `${samples} samples`);
-        assert.ok(named >= 0.9 * samples, `hotLoopNf named in ${named} of ${samples} samples:\n${r.stdout.slice(0, 3000)}`);
+        assertHotLoopNf(await hot.ready);
       } finally {
         hot.stop();
       }
@@ -232,20 +223,105 @@ describe('named, on flagless nodes', { skip }, () => {
   }
 
   test('bpf.profile() of a flagless service: go tool pprof -top names hotLoop >= 70% cum, -traces and -lines give its file and line', { skip: !goOk && 'no go toolchain: go tool pprof reads the profiles', todo }, () => {
-    const dir = fs.mkdtempSync(path.join(tmp, 'cpu-'));
-    const r = spawnSync(process.execPath, [SERVICE, 'cpu', dir], { encoding: 'utf8', timeout: 60_000, cwd: tmp });
-    assert.equal(r.status, 0, r.stderr);
-    const file = path.join(dir, 'cpu.pb.gz');
-    const pprof = (args) => execFileSync('go', ['tool', 'pprof', ...args, file], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
-    const top = pprof(['-top', '-nodecount=300']);
-    const hot = top.split('\n').find((l) => / hotLoop$/.test(l));
-    assert.ok(hot && Number(hot.trim().split(/\s+/)[4].replace('%', '')) >= 70, `hotLoop >= 70% cum:\n${top}`);
-    assert.doesNotMatch(top, /no perf map/, 'no note about the perf map: V8 named the frames');
-    assert.match(pprof(['-traces']), /hotLoop\n/);
-    // the fixture's hotLoop spans lines 22-29
-    const lines = pprof(['-top', '-lines', '-nodecount=300']);
-    const at = /hotLoop \S*profile_service\.js:(\d+)/.exec(lines);
-    assert.ok(at && Number(at[1]) >= 22 && Number(at[1]) <= 29, `hotLoop's file and line:\n${lines.slice(0, 3000)}`);
+    assertHotLoop(selfProfile(process.execPath));
+  });
+});
+
+/**
+ * `stackcount -p PID --profile --folded` for 3 s: hotLoopNf (the hot
+ * fixture's) named with its file and line in >= 90% of the samples (the
+ * V8Worker threads and the tracer's own left out).
+ */
+function assertHotLoopNf(pid) {
+  const r = spawnSync(process.execPath, [STACKCOUNT, '-p', String(pid), '--profile', '--duration', '3', '--folded', '-U'], { encoding: 'utf8', timeout: 60_000 });
+  assert.equal(r.status, 0, r.stderr);
+  let samples = 0;
+  let named = 0;
+  for (const line of r.stdout.trim().split('\n')) {
+    const m = /^(.*) (\d+)$/.exec(line);
+    if (!m || /^V8Worker|^node-libbpf/.test(m[1])) continue;
+    samples += Number(m[2]);
+    const frame = m[1].split(';').find((f) => f.startsWith('hotLoopNf '));
+    if (!frame) continue;
+    const where = /^hotLoopNf (\S+):(\d+):(\d+)$/.exec(frame);
+    assert.ok(where, `file and line: ${frame}`);
+    assert.equal(path.basename(where[1]), 'v8_hot.js', frame);
+    assert.ok(Number(where[2]) >= HOT_LINES[0] && Number(where[2]) <= HOT_LINES[1], `a line of hotLoopNf: ${frame}`);
+    named += Number(m[2]);
+  }
+  assert.ok(samples >= 100, `${samples} samples`);
+  assert.ok(named >= 0.9 * samples, `hotLoopNf named in ${named} of ${samples} samples:\n${r.stdout.slice(0, 3000)}`);
+  console.log(`# stackcount -p ${pid}: hotLoopNf named in ${named} of ${samples} samples (${((100 * named) / samples).toFixed(1)}%)`);
+}
+
+/** Runs the service fixture (`node SERVICE cpu DIR`, flagless, `prefix` before node): its JSON line and its cpu.pb.gz. */
+function selfProfile(node, prefix = []) {
+  const dir = fs.mkdtempSync(path.join(tmp, 'cpu-'));
+  // nobody writes the profile there
+  fs.chmodSync(tmp, 0o777);
+  fs.chmodSync(dir, 0o777);
+  const [cmd, ...args] = [...prefix, node, SERVICE, 'cpu', dir];
+  const r = spawnSync(cmd, args, { encoding: 'utf8', timeout: 60_000, cwd: tmp });
+  assert.equal(r.status, 0, `${[cmd, ...args].join(' ')}: ${r.stderr}`);
+  return { out: JSON.parse(r.stdout.trim().split('\n').pop()), file: path.join(dir, 'cpu.pb.gz') };
+}
+
+/** go tool pprof on a self-profile: hotLoop >= 70% cum, named by V8's data (no perf map note), in -traces, with a line of hotLoop (22-29 in the fixture). */
+function assertHotLoop({ file }) {
+  const pprof = (args) => execFileSync('go', ['tool', 'pprof', ...args, file], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  const top = pprof(['-top', '-nodecount=300']);
+  const hot = top.split('\n').find((l) => / hotLoop$/.test(l));
+  const cum = hot ? Number(hot.trim().split(/\s+/)[4].replace('%', '')) : 0;
+  assert.ok(cum >= 70, `hotLoop >= 70% cum:\n${top}`);
+  assert.doesNotMatch(top, /no perf map/, 'no note about the perf map: V8 named the frames');
+  assert.match(pprof(['-traces']), /hotLoop\n/);
+  const lines = pprof(['-top', '-lines', '-nodecount=300']);
+  const at = /hotLoop \S*profile_service\.js:(\d+)/.exec(lines);
+  assert.ok(at && Number(at[1]) >= 22 && Number(at[1]) <= 29, `hotLoop's file and line:\n${lines.slice(0, 3000)}`);
+  const total = /Total samples = ([\d.]+)s/.exec(top)?.[1];
+  console.log(`# ${file}: hotLoop ${cum}% cum of ${total} s of samples, at profile_service.js:${at[1]}`);
+  return cum;
+}
+
+// CapEff of a process with CAP_PERFMON (38) and CAP_BPF (39) only
+const BPF_PERFMON = '000000c000000000';
+const NOBODY_UID = Number(execFileSync('id', ['-u', 'nobody'], { encoding: 'utf8' }));
+
+describe('in every way a user runs it (flagless)', { skip: skip || (!goOk && 'no go toolchain: go tool pprof reads the profiles') }, () => {
+  const noNobody = nobodyCannotRun();
+  const noNs = pidNamespaceCannotRun();
+  if (noNobody) console.log(`# v8_frames.test.js: skipping the least-privilege tests: ${noNobody}`);
+  if (noNs) console.log(`# v8_frames.test.js: skipping the pid namespace tests: ${noNs}`);
+  for (const major of MAJORS) {
+    const node = NODES.get(major);
+    test(`Node ${major}, as nobody with CAP_BPF + CAP_PERFMON only (no CAP_SYS_PTRACE): bpf.profile() in process names hotLoop >= 70% cum with file and line`, { skip: (!node && `no Node ${major}`) || noNobody }, () => {
+      const r = selfProfile(/** @type {string} */ (node), [...memlockPrefix(), ...AS_NOBODY]);
+      assert.deepEqual([r.out.uid, r.out.capEff], [NOBODY_UID, BPF_PERFMON], 'it ran as nobody with CAP_BPF + CAP_PERFMON only');
+      assertHotLoop(r);
+    });
+
+    test(`Node ${major}, as pid 1 of a pid namespace (root): bpf.profile() in process names hotLoop >= 70% cum with file and line`, { skip: (!node && `no Node ${major}`) || noNs }, () => {
+      const r = selfProfile(/** @type {string} */ (node), UNSHARE_PID);
+      assert.equal(r.out.pid, 1, 'pid 1 of its namespace');
+      assertHotLoop(r);
+    });
+
+    test(`Node ${major}, pid 1 of a pid namespace: stackcount -p HOSTPID from the host names hotLoopNf (file and line) in >= 90% of its samples`, { skip: (!node && `no Node ${major}`) || noNs }, async () => {
+      const hot = startHot(/** @type {string} */ (node), [], UNSHARE_PID);
+      try {
+        const hostPid = await hot.ready;
+        assert.match(fs.readFileSync(`/proc/${hostPid}/status`, 'utf8'), new RegExp(`^NSpid:\\s+${hostPid}\\s+1$`, 'm'), 'pid 1 in its namespace');
+        assertHotLoopNf(hostPid);
+      } finally {
+        hot.stop();
+      }
+    });
+  }
+
+  test('the host\'s node, as nobody with CAP_BPF + CAP_PERFMON, pid 1 of a pid namespace: bpf.profile() names hotLoop >= 70% cum with file and line', { skip: noNobody || noNs }, () => {
+    const r = selfProfile(process.execPath, [...UNSHARE_PID, ...memlockPrefix(), ...AS_NOBODY]);
+    assert.deepEqual([r.out.pid, r.out.uid, r.out.capEff], [1, NOBODY_UID, BPF_PERFMON]);
+    assertHotLoop(r);
   });
 });
 
