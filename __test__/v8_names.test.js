@@ -12,10 +12,10 @@ const { spawn, spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const path = require('node:path');
 const { bpf, objectPath, sleep, prng } = require('./helpers');
-const { V8Frames, binaryOf } = require('../lib/frames/v8');
-const { V8Names } = require('../lib/frames/v8_names');
+const { V8Frames, binaryOf, binaryLayout, v8dbgValues } = require('../lib/frames/v8');
+const { V8Names, interpreterRanges } = require('../lib/frames/v8_names');
 const { Memory, heapLayout, positionAt, lineOf } = require('../lib/frames/v8_heap');
-const { testNode } = require('../scripts/nodes');
+const { testNode, cacheOf, cachedReleases } = require('../scripts/nodes');
 
 const HOT = path.join(__dirname, 'fixtures', 'v8_hot.js');
 const CHURN = path.join(__dirname, 'fixtures', 'v8_churn.js');
@@ -113,6 +113,62 @@ describe('an unknown V8', () => {
       assert.deepEqual(f, [{ name: '[JS V8 99.7: layout not known]', kind: 'unnamed', reason: 'V8 99.7: layout not known' }]);
     } finally {
       names.close();
+    }
+  });
+});
+
+// The other architecture's official nodes (arm64 on an x86_64 machine; scripts/nodes.js --arch), only read:
+// the layout comes from the same v8dbg_* tables in an aarch64 ELF as in an x86_64 one
+const OTHER_ARCH = require('node:os').arch() === 'arm64' ? 'x64' : 'arm64';
+
+describe(`${OTHER_ARCH} node binaries: the V8 layout read from their ELF`, () => {
+  for (const major of ['20', '22', '24', '26']) {
+    const { node: other, skip: noOther } = testNode(major, OTHER_ARCH);
+    const version = other && path.basename(path.dirname(path.dirname(other)));
+    // this architecture's node of the same release: the host's, or a cached one (scripts/nodes.js fetches the other architecture's release to match)
+    const mine = version && (process.versions.node === version ? process.execPath : cachedReleases(major).includes(version) ? path.join(cacheOf(), version, 'bin', 'node') : undefined);
+    const why = noOther || (!mine && `no ${require('node:os').arch()} Node ${version} cached to compare with (node scripts/nodes.js ${major} fetches the newest)`);
+    if (why) console.log(`# v8_names.test.js: skipping the ${OTHER_ARCH} layout of Node ${major}: ${why}`);
+    test(`Node ${version ?? major}: the ${OTHER_ARCH} binary has the same V8 version, struct v8_layout and heap layout as ${require('node:os').arch()}'s; only the register numbers differ`, { skip: why }, () => {
+      const a = binaryLayout(/** @type {string} */ (other));
+      const x = binaryLayout(/** @type {string} */ (mine));
+      assert.deepEqual([a.arch, x.arch], [OTHER_ARCH, require('node:os').arch()]);
+      assert.equal(a.version.join('.'), x.version.join('.'));
+      assert.equal(a.heap.unknown, null, `V8 ${a.version.join('.')} is in the table`);
+      // frame slots (relative to fp: both keep fp and the return address/lr above it), tags, object offsets, instance types
+      assert.deepEqual(a.layout, x.layout);
+      assert.deepEqual(a.heap, x.heap);
+      // plausible on their own: V8's standard frame, 64-bit SMIs (no pointer compression in official builds), a JSFunction's SFI in its first words
+      assert.deepEqual([a.layout.fp_context, a.layout.fp_function, a.layout.heap_object_tag, a.layout.heap_object_tag_mask, a.layout.smi_shift, a.layout.object_map], [-8, -16, 1, 3, 32, 0]);
+      assert.ok(a.layout.function_shared >= 8 && a.layout.function_shared <= 64 && a.layout.function_shared % 8 === 0, `JSFunction::shared at ${a.layout.function_shared}`);
+      assert.ok(a.layout.js_function_first > 0 && a.layout.js_function_first <= a.layout.js_function_last && a.layout.js_function_last < 0x10000, 'JSFunction instance types');
+      // the raw tables: the same names, the same values but for the registers (x86_64's and aarch64's numbering)
+      const av = v8dbgValues(/** @type {string} */ (other)).values;
+      const xv = v8dbgValues(/** @type {string} */ (mine)).values;
+      assert.ok(av.size >= 400, `${av.size} v8dbg_* values`);
+      assert.deepEqual([...av.keys()].sort(), [...xv.keys()].sort());
+      const differ = [...av.keys()].filter((k) => av.get(k) !== xv.get(k));
+      assert.ok(differ.length > 0 && differ.every((k) => /Register$/.test(k)), `differ: ${differ}`);
+      // the interpreter's code (entry trampolines and bytecode handlers) by symbol, as many in both
+      const ar = interpreterRanges(/** @type {string} */ (other), `test-${OTHER_ARCH}-${version}`);
+      const xr = interpreterRanges(/** @type {string} */ (mine), `test-mine-${version}`);
+      assert.ok(ar.length >= 100 && ar.length === xr.length, `${ar.length} and ${xr.length} interpreter ranges`);
+    });
+  }
+
+  test('an ELF of another machine, or one with no V8: coded errors naming the file', () => {
+    const dir = fs.mkdtempSync(path.join(require('node:os').tmpdir(), 'v8-elf-'));
+    try {
+      const plain = path.join(dir, 'true');
+      fs.copyFileSync('/bin/true', plain);
+      assert.throws(() => binaryLayout(plain), (/** @type {any} */ e) => e.code === 'ERR_V8_NOT_NODE' && e.message.includes(plain));
+      const arm32 = path.join(dir, 'arm32');
+      const bytes = fs.readFileSync('/bin/true');
+      bytes.writeUInt16LE(40, 0x12); // EM_ARM
+      fs.writeFileSync(arm32, bytes);
+      assert.throws(() => binaryLayout(arm32), (/** @type {any} */ e) => e.code === 'ERR_V8_ELF' && e.message.includes(arm32) && /machine 40/.test(e.message));
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
     }
   });
 });

@@ -11,7 +11,15 @@
  *
  *   node scripts/nodes.js 22 24 26              # the newest of each (fetched if new), its path
  *   node scripts/nodes.js --if-missing 22 24 26 # a cached one if any (npm test's pretest)
+ *   node scripts/nodes.js --arch arm64 24       # another architecture's (only read, never run)
  *   const { nodeBinary, cachedNode } = require('./nodes');
+ *
+ * Another architecture's binaries (--arch arm64 on x86_64, or x64 on
+ * arm64) go to /var/cache/node-libbpf/node-<arch>/<version>/: the tests
+ * read their ELF (the V8 layout, __test__/v8_names.test.js), never run
+ * them. The release taken is the newest one of the major that this
+ * machine's cache also holds for its own architecture (the two layouts
+ * are compared on one release), else the newest.
  *
  * The tests call `cachedNode(major)`: the newest cached release, without
  * the registry. Under test:node (NODE_LIBBPF_REQUIRE_NODES=1) a missing
@@ -51,14 +59,24 @@ function newestRelease(major, pkg = nodePackage()) {
   return [].concat(out).sort(compareVersions).at(-1);
 }
 
-/** The newest cached release of `major` (its `node` path), or undefined; nothing is downloaded. */
-function cachedNode(major) {
-  if (!fs.existsSync(CACHE)) return undefined;
-  const version = fs.readdirSync(CACHE)
-    .filter((d) => d.startsWith(`${major}.`) && /^\d+\.\d+\.\d+$/.test(d) && fs.existsSync(path.join(CACHE, d, 'bin', 'node')))
-    .sort(compareVersions)
-    .at(-1);
-  return version && path.join(CACHE, version, 'bin', 'node');
+/** The cache folder of `arch`'s binaries: CACHE for this machine's, CACHE-<arch> for another's. */
+function cacheOf(arch = os.arch()) {
+  return nodePackage(arch) === nodePackage() ? CACHE : `${CACHE}-${nodePackage(arch).replace('node-linux-', '')}`;
+}
+
+/** The releases of `major` cached for `arch`, oldest first. */
+function cachedReleases(major, arch = os.arch()) {
+  const dir = cacheOf(arch);
+  if (!fs.existsSync(dir)) return [];
+  return fs.readdirSync(dir)
+    .filter((d) => d.startsWith(`${major}.`) && /^\d+\.\d+\.\d+$/.test(d) && fs.existsSync(path.join(dir, d, 'bin', 'node')))
+    .sort(compareVersions);
+}
+
+/** The newest cached release of `major` (its `node` path; `arch`'s: another architecture's), or undefined; nothing is downloaded. */
+function cachedNode(major, arch = os.arch()) {
+  const version = cachedReleases(major, arch).at(-1);
+  return version && path.join(cacheOf(arch), version, 'bin', 'node');
 }
 
 /**
@@ -67,18 +85,26 @@ function cachedNode(major) {
  * @param {string | number} major
  * @param {{ log?: (line: string) => void }} [options]
  */
-function nodeBinary(major, { log = () => {} } = {}) {
-  for (const dir of ['/var/cache/node-libbpf', CACHE]) {
+function nodeBinary(major, { log = () => {}, arch = os.arch() } = {}) {
+  const cache = cacheOf(arch);
+  for (const dir of ['/var/cache/node-libbpf', cache]) {
     fs.mkdirSync(dir, { recursive: true, mode: 0o755 });
     checkOwned(dir);
   }
-  const pkg = nodePackage();
-  const version = newestRelease(major, pkg);
-  const dir = path.join(CACHE, version);
+  const pkg = nodePackage(arch);
+  // another architecture's: the newest release this machine's cache also holds, else the newest
+  let version;
+  if (cache !== CACHE) {
+    const released = [].concat(JSON.parse(execFileSync('npm', ['view', `${pkg}@${major}`, 'version', '--json'], { encoding: 'utf8' })));
+    version = cachedReleases(major).filter((v) => released.includes(v)).at(-1) ?? released.sort(compareVersions).at(-1);
+  } else {
+    version = newestRelease(major, pkg);
+  }
+  const dir = path.join(cache, version);
   const bin = path.join(dir, 'bin', 'node');
   if (!fs.existsSync(bin)) {
     log(`downloading ${pkg}@${version}`);
-    const tmp = fs.mkdtempSync(path.join(CACHE, '.download-'));
+    const tmp = fs.mkdtempSync(path.join(cache, '.download-'));
     try {
       const tarball = execFileSync('npm', ['pack', `${pkg}@${version}`, '--silent', '--pack-destination', tmp], { encoding: 'utf8' }).trim().split('\n').at(-1);
       fs.mkdirSync(path.join(tmp, 'node'));
@@ -93,30 +119,38 @@ function nodeBinary(major, { log = () => {} } = {}) {
 }
 
 /**
- * What a test does about Node `major`: `{ node }` with its binary, or
- * `{ skip }` with the reason when it is not cached. Under test:node
- * (NODE_LIBBPF_REQUIRE_NODES=1) a missing version throws instead: there a
- * skip would hide the very run test:node exists for.
+ * What a test does about Node `major` (`arch`'s: another architecture's,
+ * only read): `{ node }` with its binary, or `{ skip }` with the reason when
+ * it is not cached. Under test:node (NODE_LIBBPF_REQUIRE_NODES=1) a missing
+ * version throws instead: there a skip would hide the very run test:node
+ * exists for.
  */
-function testNode(major) {
-  if (String(process.versions.node.split('.')[0]) === String(major)) return { node: process.execPath };
-  const node = cachedNode(major);
+function testNode(major, arch = os.arch()) {
+  const other = cacheOf(arch) !== CACHE;
+  if (!other && String(process.versions.node.split('.')[0]) === String(major)) return { node: process.execPath };
+  const node = cachedNode(major, arch);
   if (node) return { node };
-  const reason = `no Node ${major} in ${CACHE}: node scripts/nodes.js ${major} fetches it (npm test's pretest does)`;
+  const reason = `no ${other ? `${arch} ` : ''}Node ${major} in ${cacheOf(arch)}: node scripts/nodes.js ${other ? `--arch ${arch} ` : ''}${major} fetches it (npm test's pretest does)`;
   if (process.env.NODE_LIBBPF_REQUIRE_NODES === '1') throw new Error(reason);
   return { skip: reason };
 }
 
-module.exports = { CACHE, MAJORS, cachedNode, nodeBinary, newestRelease, nodePackage, compareVersions, checkOwned, testNode };
+module.exports = { CACHE, MAJORS, cacheOf, cachedNode, cachedReleases, nodeBinary, newestRelease, nodePackage, compareVersions, checkOwned, testNode };
 
 if (require.main === module) {
   const args = process.argv.slice(2);
   const ifMissing = args.includes('--if-missing');
-  const given = args.filter((a) => a !== '--if-missing');
+  const at = args.indexOf('--arch');
+  const arch = at >= 0 ? args[at + 1] : os.arch();
+  if (!['x64', 'arm64'].includes(arch)) {
+    console.error(`nodes: --arch ${arch}: x64 or arm64`);
+    process.exit(2);
+  }
+  const given = args.filter((a, i) => a !== '--if-missing' && i !== at && i !== at + 1);
   const majors = given.length ? given : MAJORS;
   if (process.getuid?.() !== 0) {
     console.error(`nodes: the cache ${CACHE} is root's; run as root (skipped: ${majors.join(', ')})`);
     process.exit(0);
   }
-  for (const major of majors) console.log((ifMissing && cachedNode(major)) || nodeBinary(major, { log: (m) => console.error(`nodes: ${m}`) }));
+  for (const major of majors) console.log((ifMissing && cachedNode(major, arch)) || nodeBinary(major, { arch, log: (m) => console.error(`nodes: ${m}`) }));
 }

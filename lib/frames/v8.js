@@ -21,6 +21,7 @@
 const fs = require('node:fs');
 const native = require('../core/native');
 const { V8Names } = require('./v8_names');
+const { heapLayout } = require('./v8_heap');
 
 const FRAME_WORDS = 4; // struct v8_frame: pc, sfi, code, slot
 const MAX_PROCESSES = 256; // processes named at once (each keeps its /proc/PID/mem open)
@@ -48,15 +49,21 @@ function readAt(fd, position, length) {
   return buf;
 }
 
+/** ELF e_machine -> the architecture (os.arch()'s name) of the nodes read: x86_64, aarch64. */
+const MACHINES = { 62: 'x64', 183: 'arm64' };
+
 /**
- * The v8dbg_* values (u32 each) and V8's version of the ELF file `file`
- * (.dynsym, then .symtab): `{ values: Map(name -> number), version: [major, minor, build] }`.
+ * The v8dbg_* values (u32 each), V8's version and the architecture of the
+ * ELF file `file` (.dynsym, then .symtab; x86_64 or aarch64, the same
+ * tables): `{ values: Map(name -> number), version: [major, minor, build],
+ * arch: 'x64' | 'arm64' | undefined (another machine), machine: e_machine }`.
  */
 function v8dbgValues(file) {
   const fd = fs.openSync(file, 'r');
   try {
     const eh = readAt(fd, 0, 64);
     if (eh.readUInt32BE(0) !== 0x7f454c46 || eh[4] !== 2 || eh[5] !== 1) throw codedError('ERR_V8_ELF', `${file} is not a 64-bit little-endian ELF file`);
+    const machine = eh.readUInt16LE(0x12);
     const shoff = Number(eh.readBigUInt64LE(0x28));
     const shentsize = eh.readUInt16LE(0x3a);
     const shnum = eh.readUInt16LE(0x3c);
@@ -97,7 +104,7 @@ function v8dbgValues(file) {
         else if (!values.has(name)) values.set(name, v);
       }
     }
-    return { values, version };
+    return { values, version, arch: MACHINES[machine], machine };
   } finally {
     fs.closeSync(fd);
   }
@@ -156,15 +163,33 @@ function binaryOf(pid) {
  * replaces it.
  */
 function provisionalLayout(pid) {
-  const { exe, values, version } = binaryOf(pid);
-  if (!values.size) throw codedError('ERR_V8_NOT_NODE', `process ${pid} (${exe}) has no v8dbg_* symbols: not a node (or a stripped one); JavaScript frames are named from its perf map, if any`);
-  if (version.length !== 3) throw codedError('ERR_V8_VERSION', `process ${pid} (${exe}): V8's version symbols are missing`);
+  const binary = binaryOf(pid);
+  return layoutOf(binary, `process ${pid} (${binary.exe})`);
+}
+
+/**
+ * struct v8_layout (bpf/v8.h) and the naming's heap layout (v8_heap.js
+ * heapLayout) read from the node binary `file`, of any architecture the
+ * reader knows (x86_64, aarch64): `{ arch, version: [major, minor, build],
+ * layout, heap }` (the dispatch table's address is per process: 0 here).
+ * For tests and diagnosis (another architecture's binary is only read).
+ */
+function binaryLayout(file) {
+  const binary = v8dbgValues(file);
+  if (!binary.arch) throw codedError('ERR_V8_ELF', `${file} is a node for ELF machine ${binary.machine}: the V8 reader knows x86_64 (62) and aarch64 (183)`);
+  return { arch: binary.arch, version: binary.version, layout: layoutOf(binary, file), heap: heapLayout(binary.values, binary.version) };
+}
+
+/** struct v8_layout from a binary's v8dbg_* `values` and `version`; `who` names it in errors. */
+function layoutOf({ values, version }, who) {
+  if (!values.size) throw codedError('ERR_V8_NOT_NODE', `${who} has no v8dbg_* symbols: not a node (or a stripped one); JavaScript frames are named from its perf map, if any`);
+  if (version.length !== 3) throw codedError('ERR_V8_VERSION', `${who}: V8's version symbols are missing`);
   const [major, minor, build] = version;
   const shared = first(values, 'v8dbg_class_JSFunction__shared__SharedFunctionInfo', 'v8dbg_class_JSFunction__shared__Tagged_SharedFunctionInfo_');
   const typeJsFunction = values.get('v8dbg_type_JSFunction__JS_FUNCTION_TYPE');
   const need = { shared, typeJsFunction, fp_function: values.get('v8dbg_off_fp_function'), fp_context: values.get('v8dbg_off_fp_context') };
   const missing = Object.keys(need).filter((k) => need[k] === undefined);
-  if (missing.length) throw codedError('ERR_V8_LAYOUT', `process ${pid} (${exe}, V8 ${major}.${minor}.${build}): no ${missing.join(', ')} among its v8dbg_* symbols`);
+  if (missing.length) throw codedError('ERR_V8_LAYOUT', `${who}, V8 ${major}.${minor}.${build}: no ${missing.join(', ')} among its v8dbg_* symbols`);
   // JSFunction::code: exported from V8 12 on; before, right after feedback_cell (V8 11: shared, context, feedback_cell, code)
   const leaptiering = major >= 13;
   const code = first(values, 'v8dbg_class_JSFunction__code__Tagged_Code_', 'v8dbg_class_JSFunction__code__Code') ?? (major === 11 ? shared + 24 : 24);
@@ -350,4 +375,4 @@ class V8Frames {
   }
 }
 
-module.exports = { V8Frames, provisionalLayout, binaryOf, v8dbgValues, rawName, frameLabel };
+module.exports = { V8Frames, provisionalLayout, binaryLayout, binaryOf, v8dbgValues, rawName, frameLabel };
