@@ -285,6 +285,7 @@ function assertHotLoop({ file }) {
 
 // CapEff of a process with CAP_PERFMON (38) and CAP_BPF (39) only
 const BPF_PERFMON = '000000c000000000';
+const B_NOBODY = 8; // Atomics.wait blocks of 50 ms in the off-CPU test
 const NOBODY_UID = Number(execFileSync('id', ['-u', 'nobody'], { encoding: 'utf8' }));
 
 describe('in every way a user runs it (flagless)', { skip: skip || (!goOk && 'no go toolchain: go tool pprof reads the profiles') }, () => {
@@ -315,6 +316,35 @@ describe('in every way a user runs it (flagless)', { skip: skip || (!goOk && 'no
       } finally {
         hot.stop();
       }
+    });
+  }
+
+  for (const major of MAJORS) {
+    const node = NODES.get(major);
+    test(`Node ${major}, as nobody with CAP_BPF + CAP_PERFMON only: off CPU, waitHere (interpreted, in Atomics.wait) named above the kernel's frames, all ${B_NOBODY} blocks of 50 ms under it`, { skip: (!node && `no Node ${major}`) || noNobody }, () => {
+      const dir = fs.mkdtempSync(path.join(tmp, 'off-'));
+      fs.chmodSync(tmp, 0o777);
+      fs.chmodSync(dir, 0o777);
+      const cmd = [...memlockPrefix(), ...AS_NOBODY, /** @type {string} */ (node), SERVICE, 'offcpu', dir, String(B_NOBODY)];
+      const r = spawnSync(cmd[0], cmd.slice(1), { encoding: 'utf8', timeout: 60_000, cwd: tmp });
+      assert.equal(r.status, 0, r.stderr);
+      const out = execFileSync('go', ['tool', 'pprof', '-traces', '-unit=ms', '-tagfocus=off_cpu_state=blocked', path.join(dir, 'offcpu.pb.gz')], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+      // [{ ms, frames (innermost first) }]
+      const traces = out.split(/-+\+-+\n/).slice(1).map((t) => {
+        const lines = t.split('\n').map((l) => l.trim()).filter((l) => l && !/^\w+:\s/.test(l));
+        const m = /^([\d.]+)ms\s+(.*)$/.exec(lines[0] ?? '');
+        return m ? { ms: Number(m[1]), frames: [m[2], ...lines.slice(1)] } : null;
+      }).filter((t) => t !== null);
+      // the blocked time under waitHere, which is above the kernel's frames (unnamed to nobody: no CAP_SYSLOG)
+      const waits = traces.filter((t) => t.frames.includes('waitHere'));
+      for (const t of waits) {
+        const kernel = t.frames.findLastIndex((f) => /^\[kernel|^__schedule$/.test(f));
+        assert.ok(kernel >= 0 && t.frames.indexOf('waitHere') > kernel, `waitHere above the kernel's frames: ${t.frames.join(' <- ')}`);
+      }
+      const ms = waits.reduce((n, t) => n + t.ms, 0);
+      // B waits of 50 ms each (a wait may end a little early or late: 10% either way)
+      assert.ok(ms >= 0.9 * B_NOBODY * 50 && ms <= 1.1 * B_NOBODY * 50 + 20, `${ms} ms blocked in Atomics.wait under waitHere, for ${B_NOBODY} x 50 ms:\n${out.slice(0, 4000)}`);
+      console.log(`# Node ${major} as nobody, off CPU: waitHere above the kernel's frames in ${waits.length} traces, ${ms.toFixed(1)} ms for ${B_NOBODY} x 50 ms`);
     });
   }
 
