@@ -338,7 +338,7 @@ describe('in every way a user runs it (flagless)', { skip: skip || (!goOk && 'no
       // the blocked time under waitHere, which is above the kernel's frames (unnamed to nobody: no CAP_SYSLOG)
       const waits = traces.filter((t) => t.frames.includes('waitHere'));
       for (const t of waits) {
-        const kernel = t.frames.findLastIndex((f) => /^\[kernel|^__schedule$/.test(f));
+        const kernel = t.frames.reduce((last, f, i) => (/^\[kernel|^__schedule$/.test(f) ? i : last), -1);
         assert.ok(kernel >= 0 && t.frames.indexOf('waitHere') > kernel, `waitHere above the kernel's frames: ${t.frames.join(' <- ')}`);
       }
       const ms = waits.reduce((n, t) => n + t.ms, 0);

@@ -81,9 +81,10 @@ function cachedNode(major, arch = os.arch()) {
 
 /**
  * The `node` of `major`'s newest release, downloaded into the cache if it
- * is not there yet.
+ * is not there yet (`arch`, as os.arch() names it: another architecture's,
+ * the release this machine's cache also holds if npm has it).
  * @param {string | number} major
- * @param {{ log?: (line: string) => void }} [options]
+ * @param {{ log?: (line: string) => void, arch?: string }} [options]
  */
 function nodeBinary(major, { log = () => {}, arch = os.arch() } = {}) {
   const cache = cacheOf(arch);
