@@ -215,7 +215,7 @@ describe('named, on flagless nodes', { skip }, () => {
     test(`Node ${major}: stackcount -p PID --profile --folded names hotLoopNf (file and line) in >= 90% of the main thread's samples`, { skip: !node && `no Node ${major}`, todo }, async () => {
       const hot = startHot(/** @type {string} */ (node));
       try {
-        assertHotLoopNf(await hot.ready);
+        assertHotLoopNf(await hot.ready, `Node ${major} (host)`);
       } finally {
         hot.stop();
       }
@@ -223,7 +223,7 @@ describe('named, on flagless nodes', { skip }, () => {
   }
 
   test('bpf.profile() of a flagless service: go tool pprof -top names hotLoop >= 70% cum, -traces and -lines give its file and line', { skip: !goOk && 'no go toolchain: go tool pprof reads the profiles', todo }, () => {
-    assertHotLoop(selfProfile(process.execPath));
+    assertHotLoop(selfProfile(process.execPath), `Node ${process.versions.node} (host, root)`);
   });
 });
 
@@ -232,7 +232,7 @@ describe('named, on flagless nodes', { skip }, () => {
  * fixture's) named with its file and line in >= 90% of the samples (the
  * V8Worker threads and the tracer's own left out).
  */
-function assertHotLoopNf(pid) {
+function assertHotLoopNf(pid, label = `Node ${process.versions.node}`) {
   const r = spawnSync(process.execPath, [STACKCOUNT, '-p', String(pid), '--profile', '--duration', '3', '--folded', '-U'], { encoding: 'utf8', timeout: 60_000 });
   assert.equal(r.status, 0, r.stderr);
   let samples = 0;
@@ -251,7 +251,7 @@ function assertHotLoopNf(pid) {
   }
   assert.ok(samples >= 100, `${samples} samples`);
   assert.ok(named >= 0.9 * samples, `hotLoopNf named in ${named} of ${samples} samples:\n${r.stdout.slice(0, 3000)}`);
-  console.log(`# stackcount -p ${pid}: hotLoopNf named in ${named} of ${samples} samples (${((100 * named) / samples).toFixed(1)}%)`);
+  console.log(`# ${label}: stackcount -p ${pid}: hotLoopNf named in ${named} of ${samples} samples (${((100 * named) / samples).toFixed(1)}%)`);
 }
 
 /** Runs the service fixture (`node SERVICE cpu DIR`, flagless, `prefix` before node): its JSON line and its cpu.pb.gz. */
@@ -267,7 +267,7 @@ function selfProfile(node, prefix = []) {
 }
 
 /** go tool pprof on a self-profile: hotLoop >= 70% cum, named by V8's data (no perf map note), in -traces, with a line of hotLoop (22-29 in the fixture). */
-function assertHotLoop({ file }) {
+function assertHotLoop({ file }, label = `Node ${process.versions.node}`) {
   const pprof = (args) => execFileSync('go', ['tool', 'pprof', ...args, file], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
   const top = pprof(['-top', '-nodecount=300']);
   const hot = top.split('\n').find((l) => / hotLoop$/.test(l));
@@ -279,7 +279,7 @@ function assertHotLoop({ file }) {
   const at = /hotLoop \S*profile_service\.js:(\d+)/.exec(lines);
   assert.ok(at && Number(at[1]) >= 22 && Number(at[1]) <= 29, `hotLoop's file and line:\n${lines.slice(0, 3000)}`);
   const total = /Total samples = ([\d.]+)s/.exec(top)?.[1];
-  console.log(`# ${file}: hotLoop ${cum}% cum of ${total} s of samples, at profile_service.js:${at[1]}`);
+  console.log(`# ${label}: bpf.profile(): hotLoop ${cum}% cum of ${total} s of samples, at profile_service.js:${at[1]}`);
   return cum;
 }
 
@@ -298,13 +298,13 @@ describe('in every way a user runs it (flagless)', { skip: skip || (!goOk && 'no
     test(`Node ${major}, as nobody with CAP_BPF + CAP_PERFMON only (no CAP_SYS_PTRACE): bpf.profile() in process names hotLoop >= 70% cum with file and line`, { skip: (!node && `no Node ${major}`) || noNobody }, () => {
       const r = selfProfile(/** @type {string} */ (node), [...memlockPrefix(), ...AS_NOBODY]);
       assert.deepEqual([r.out.uid, r.out.capEff], [NOBODY_UID, BPF_PERFMON], 'it ran as nobody with CAP_BPF + CAP_PERFMON only');
-      assertHotLoop(r);
+      assertHotLoop(r, `Node ${major} as nobody`);
     });
 
     test(`Node ${major}, as pid 1 of a pid namespace (root): bpf.profile() in process names hotLoop >= 70% cum with file and line`, { skip: (!node && `no Node ${major}`) || noNs }, () => {
       const r = selfProfile(/** @type {string} */ (node), UNSHARE_PID);
       assert.equal(r.out.pid, 1, 'pid 1 of its namespace');
-      assertHotLoop(r);
+      assertHotLoop(r, `Node ${major} as pid 1 of a pid namespace`);
     });
 
     test(`Node ${major}, pid 1 of a pid namespace: stackcount -p HOSTPID from the host names hotLoopNf (file and line) in >= 90% of its samples`, { skip: (!node && `no Node ${major}`) || noNs }, async () => {
@@ -312,7 +312,7 @@ describe('in every way a user runs it (flagless)', { skip: skip || (!goOk && 'no
       try {
         const hostPid = await hot.ready;
         assert.match(fs.readFileSync(`/proc/${hostPid}/status`, 'utf8'), new RegExp(`^NSpid:\\s+${hostPid}\\s+1$`, 'm'), 'pid 1 in its namespace');
-        assertHotLoopNf(hostPid);
+        assertHotLoopNf(hostPid, `Node ${major} as pid 1 of a pid namespace, from the host`);
       } finally {
         hot.stop();
       }
@@ -351,7 +351,7 @@ describe('in every way a user runs it (flagless)', { skip: skip || (!goOk && 'no
   test('the host\'s node, as nobody with CAP_BPF + CAP_PERFMON, pid 1 of a pid namespace: bpf.profile() names hotLoop >= 70% cum with file and line', { skip: noNobody || noNs }, () => {
     const r = selfProfile(process.execPath, [...UNSHARE_PID, ...memlockPrefix(), ...AS_NOBODY]);
     assert.deepEqual([r.out.pid, r.out.uid, r.out.capEff], [1, NOBODY_UID, BPF_PERFMON]);
-    assertHotLoop(r);
+    assertHotLoop(r, `Node ${process.versions.node} as nobody, pid 1 of a pid namespace`);
   });
 });
 
