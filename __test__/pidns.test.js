@@ -189,6 +189,16 @@ describe('the monitor in a pid namespace', { skip }, () => {
     assertCounts(child(COUNTS, [...UNSHARE, ...memlock, ...SETPRIV]), { uid: Number(execFileSync('id', ['-u', 'nobody'], { encoding: 'utf8' })) });
   });
 
+  test('a pid namespace whose /proc is the host\'s (no --mount-proc): the monitor and the profiler refuse with ERR_BPF_PROC_MOUNT naming the fix, and start with it', () => {
+    const noMount = UNSHARE.filter((a) => a !== '--mount-proc');
+    for (const what of ['bpf.monitor({ syscalls: true })', 'bpf.profile()']) {
+      const r = child(`async (bpf) => { const m = ${what}; m.close(); return { pid: process.pid }; }`, noMount);
+      assert.equal(r.error?.code, 'ERR_BPF_PROC_MOUNT', `${what}: ${JSON.stringify(r)}`);
+      assert.match(r.error.message, /^\/proc is another pid namespace's: this process is pid 1 in its namespace and \d+ in \/proc, .*--mount-proc/, what);
+      assert.deepEqual(child(`async (bpf) => { const m = ${what}; m.close(); return { pid: process.pid }; }`), { pid: 1 }, `${what} with --mount-proc`);
+    }
+  });
+
   test('no feedback: the library\'s threads stay out (their tids translated), the process\'s own writes are all in', () => {
     // as monitor.test.js's no-feedback test: each delivery of the perf
     // buffer is a write of the poller to libuv's eventfd, traced in turn

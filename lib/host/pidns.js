@@ -37,6 +37,28 @@ function inInitialNamespace() {
   return initial;
 }
 
+/**
+ * Throws ERR_BPF_PROC_MOUNT where the /proc this process sees is not its
+ * pid namespace's (`unshare --pid --fork` without `--mount-proc`, a host
+ * /proc bind-mounted into a container): there /proc/<process.pid> is
+ * another process, and what a service reads of itself (its maps, threads,
+ * binary, memory) would be that process's.
+ */
+function checkOwnProc() {
+  let self;
+  try {
+    self = fs.readlinkSync('/proc/self');
+  } catch (err) {
+    throw codedError('ERR_BPF_PROC_MOUNT', `/proc/self cannot be read (${/** @type {Error} */ (err).message}): node-libbpf reads this process's /proc files; mount procfs at /proc`);
+  }
+  if (self !== String(process.pid)) {
+    throw codedError(
+      'ERR_BPF_PROC_MOUNT',
+      `/proc is another pid namespace's: this process is pid ${process.pid} in its namespace and ${self} in /proc, so /proc/${process.pid} is another process; mount this namespace's /proc (unshare --pid --fork --mount-proc; container runtimes do so)`,
+    );
+  }
+}
+
 function checkPid(pid, what) {
   if (!Number.isInteger(pid) || pid < 1 || pid > 0x3fffffff) {
     throw codedError('ERR_BPF_INVALID_VALUE', `${what}: a pid is a positive integer, got ${pid}`);
@@ -115,4 +137,4 @@ function namespacePids() {
   return (pid) => byHost.get(pid);
 }
 
-module.exports = { kernelIds, kernelPid, namespacePids, inInitialNamespace, INIT_PID_NS };
+module.exports = { kernelIds, kernelPid, namespacePids, inInitialNamespace, checkOwnProc, INIT_PID_NS };

@@ -32,7 +32,7 @@ const validate = require('../core/validate');
 const { findFunctions, socketInodes } = require('../host/procfs');
 const { PHASES, choosePhasePrograms, attachPhases } = require('../host/event_loop');
 const { chooseThreadStorage } = require('../core/compat');
-const { kernelIds } = require('../host/pidns');
+const { kernelIds, checkOwnProc } = require('../host/pidns');
 const { BUCKET_BOUNDS } = require('./monitor_metrics');
 const { syscallNumber, syscallName } = require('../core/names');
 
@@ -179,6 +179,7 @@ class Monitor {
   /** Not for users: `bpf.monitor(options)` makes one. */
   constructor(options) {
     const { parts, top } = checkOptions(options);
+    checkOwnProc(); // (ERR_BPF_PROC_MOUNT: /proc/PID would be another process)
     this.#parts = new Set(parts);
     this.#top = top;
     this.#names = syscallName;

@@ -35,7 +35,7 @@ const { loadBpfProgram } = require('../core/object');
 const { objectPath } = require('../core/objects');
 const stacks = require('../frames/stacks');
 const pprof = require('./pprof');
-const { kernelIds, inInitialNamespace } = require('../host/pidns');
+const { kernelIds, inInitialNamespace, checkOwnProc } = require('../host/pidns');
 
 const EFAULT = 14;
 const DEFAULT_FREQUENCY = 99;
@@ -58,6 +58,7 @@ function codedError(code, message) {
  * the same): lib/host/pidns.js translates them inside a pid namespace.
  */
 function ownIds() {
+  checkOwnProc(); // (ERR_BPF_PROC_MOUNT: /proc/PID would be another process)
   if (inInitialNamespace()) return { tgid: process.pid, tids: null };
   const ids = kernelIds(process.pid);
   return { tgid: ids.tgid, tids: ids.tids };
