@@ -31,7 +31,8 @@
 //      NODE_OPTIONS=--perf-basic-prof (hotLoop named from the container's
 //      perf map);
 //   3b. flagless: stackcount --profile -p HOSTPID on a container's node
-//      started with no flags (__test__/fixtures/v8_hot.js): hotLoopNf named
+//      started with no flags (__test__/fixtures/v8_hot.js; the host's node,
+//      and Node 22, 24, 26 from scripts/nodes.js's cache, bind-mounted read-only): hotLoopNf named
 //      from V8's own data with its file and line in >= 90% of the samples;
 //   4. two containers in two cgroups v2 (libpod-ID under a parent made here
 //      in the v2 hierarchy), K1 and K2 getppid calls: syscalls --cgroup
@@ -57,6 +58,7 @@ const http = require('node:http');
 const { spawn, spawnSync } = require('node:child_process');
 const { ensureDebianRoot, aptInstall } = require('./rootfs');
 const { checkHarness, secs, run } = require('./chroot-harness');
+const { MAJORS, testNode } = require('./nodes');
 
 const ROOT = path.resolve(__dirname, '..');
 const CLI = path.join(ROOT, 'lib', 'tools', 'cli.js');
@@ -207,7 +209,7 @@ const created = []; // every id
  * the bullseye tree (mounted in a private mount namespace that lives as long
  * as `crun run`), the package bind-mounted. `seccompProfile`: false for none.
  */
-async function startContainer(name, args, { caps = [...PODMAN_CAPS, ...BPF_CAPS], seccompExtra = MOBY_BPF_RULES, cgroup = false, env = [] } = {}) {
+async function startContainer(name, args, { caps = [...PODMAN_CAPS, ...BPF_CAPS], seccompExtra = MOBY_BPF_RULES, cgroup = false, env = [], binds = [] } = {}) {
   const id = crypto.createHash('sha256').update(`${name}-${process.pid}-${Date.now()}`).digest('hex');
   const dir = path.join(RUN, name);
   fs.rmSync(dir, { recursive: true, force: true });
@@ -236,6 +238,7 @@ async function startContainer(name, args, { caps = [...PODMAN_CAPS, ...BPF_CAPS]
       { destination: '/tmp', type: 'tmpfs', source: 'tmpfs', options: ['nosuid', 'nodev', 'mode=1777'] },
       bind(ROOT, PKG),
       bind(fs.realpathSync(path.join(ROOT, 'node_modules')), '/opt/node_modules'),
+      ...binds.map(([source, destination]) => bind(source, destination)),
     ],
     linux: {
       namespaces: ['pid', 'ipc', 'uts', 'mount', 'cgroup'].map((type) => ({ type })),
@@ -459,7 +462,8 @@ async function stackcountScenario() {
 }
 
 /**
- * A flagless node in a container (no perf map, no flag): from the host,
+ * A flagless node in a container (no perf map, no flag; the host's node,
+ * then Node 22, 24 and 26's official binaries): from the host,
  * stackcount --profile -p HOSTPID names its hot function from V8's own data,
  * the node binary read through /proc/HOSTPID/root, its memory through
  * process_vm_readv or /proc/HOSTPID/mem (lib/frames/v8.js): hotLoopNf, with
@@ -468,13 +472,37 @@ async function stackcountScenario() {
  * __test__/v8_frames.test.js counts them on the host).
  */
 async function flaglessScenario() {
+  // the image's node (the host's), and the other majors' official binaries (scripts/nodes.js's cache), bind-mounted read-only
+  const others = MAJORS.filter((m) => m !== process.versions.node.split('.')[0]).map((m) => [m, testNode(m)]);
+  for (const [m, t] of others) if (t.skip) log(`flagless: skipping Node ${m}: ${t.skip}`);
+  const nodes = [['node', [], process.versions.node], ...others.filter(([, t]) => t.node).map(([m, t]) => {
+    const dir = path.dirname(path.dirname(/** @type {string} */ (t.node)));
+    return [`/opt/node-${m}/bin/node`, [[dir, `/opt/node-${m}`], ...libatomic()], path.basename(dir)];
+  })];
+  for (const [node, binds, version] of nodes) await flaglessNode(/** @type {string} */ (node), /** @type {[string, string][]} */ (binds), /** @type {string} */ (version));
+}
+
+/**
+ * Node 26's official binary links libatomic.so.1, which a minimal Debian
+ * root lacks (an image would apt-get install libatomic1): the host's (the
+ * same Debian release) bind-mounted where the loader looks, when the tree
+ * has none.
+ */
+function libatomic() {
+  const dir = `/usr/lib/${process.arch === 'arm64' ? 'aarch64' : 'x86_64'}-linux-gnu`;
+  const lib = path.join(dir, 'libatomic.so.1');
+  return fs.existsSync(path.join(BASE, lib)) || !fs.existsSync(lib) ? [] : [[fs.realpathSync(lib), lib]];
+}
+
+/** flaglessScenario on one node (`node`: its path in the container, `binds` to put it there). */
+async function flaglessNode(node, binds, version) {
   const fixture = `${PKG}/__test__/fixtures/v8_hot.js`;
   const lines = [5, 9]; // hotLoopNf in v8_hot.js
-  const hot = await startContainer('flagless', ['node', fixture]);
+  const hot = await startContainer(`flagless-${version}`, [node, fixture], { binds });
   try {
     // "ready": the optimizing tiers had a second to compile hotLoopNf
     const ready = await hot.proc.waitFor(/^ready$/m, 30000);
-    if (!check('a flagless node runs v8_hot.js in a container', ready && hot.pid, ready ? `host pid ${hot.pid}` : tail(hot.proc.out.stderr))) return;
+    if (!check(`Node ${version}: a flagless node runs v8_hot.js in a container`, ready && hot.pid, ready ? `host pid ${hot.pid}` : tail(hot.proc.out.stderr))) return;
     const map = `/proc/${hot.pid}/root/tmp/perf-1.map`;
     check('  it writes no perf map (no --perf-basic-prof)', !fs.existsSync(map), map);
     const sc = tool(['stackcount', '--profile', '-p', String(hot.pid), '-d', '3', '--folded', '-U'], { timeoutMs: 60000 });
@@ -494,7 +522,7 @@ async function flaglessScenario() {
       else bad.push(frame);
     }
     const pct = samples ? ((100 * named) / samples).toFixed(1) : '0';
-    check(`stackcount --profile -p HOSTPID on the flagless node: hotLoopNf ${fixture}:${lines[0]}-${lines[1]} in >= 90% of its samples`,
+    check(`Node ${version}: stackcount --profile -p HOSTPID on the flagless node: hotLoopNf ${fixture}:${lines[0]}-${lines[1]} in >= 90% of its samples`,
       r.code === 0 && samples >= 100 && named >= 0.9 * samples && bad.length === 0,
       r.code === 0 ? `${named} of ${samples} samples (${pct}%)${bad.length ? `; named without its file and line: ${bad.slice(0, 3).join(', ')}` : ''}` : `exit ${r.code}: ${tail(r.stderr)}`);
   } finally {
