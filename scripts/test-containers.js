@@ -473,13 +473,16 @@ async function stackcountScenario() {
  */
 async function flaglessScenario() {
   // the image's node (the host's), and the other majors' official binaries (scripts/nodes.js's cache), bind-mounted read-only
-  const others = MAJORS.filter((m) => m !== process.versions.node.split('.')[0]).map((m) => [m, testNode(m)]);
-  for (const [m, t] of others) if (t.skip) log(`flagless: skipping Node ${m}: ${t.skip}`);
-  const nodes = [['node', [], process.versions.node], ...others.filter(([, t]) => t.node).map(([m, t]) => {
-    const dir = path.dirname(path.dirname(/** @type {string} */ (t.node)));
-    return [`/opt/node-${m}/bin/node`, [[dir, `/opt/node-${m}`], ...libatomic()], path.basename(dir)];
-  })];
-  for (const [node, binds, version] of nodes) await flaglessNode(/** @type {string} */ (node), /** @type {[string, string][]} */ (binds), /** @type {string} */ (version));
+  const others = MAJORS.filter((m) => m !== process.versions.node.split('.')[0]).map((major) => ({ major, ...testNode(major) }));
+  for (const o of others) if (o.skip) log(`flagless: skipping Node ${o.major}: ${o.skip}`);
+  /** @type {[string, [string, string][], string][]} */
+  const nodes = [['node', [], process.versions.node]];
+  for (const o of others) {
+    if (!o.node) continue;
+    const dir = path.dirname(path.dirname(o.node));
+    nodes.push([`/opt/node-${o.major}/bin/node`, [[dir, `/opt/node-${o.major}`], ...libatomic()], path.basename(dir)]);
+  }
+  for (const [node, binds, version] of nodes) await flaglessNode(node, binds, version);
 }
 
 /**
@@ -488,10 +491,13 @@ async function flaglessScenario() {
  * same Debian release) bind-mounted where the loader looks, when the tree
  * has none.
  */
+/** @returns {[string, string][]} */
 function libatomic() {
   const dir = `/usr/lib/${process.arch === 'arm64' ? 'aarch64' : 'x86_64'}-linux-gnu`;
   const lib = path.join(dir, 'libatomic.so.1');
-  return fs.existsSync(path.join(BASE, lib)) || !fs.existsSync(lib) ? [] : [[fs.realpathSync(lib), lib]];
+  /** @type {[string, string][]} */
+  const binds = fs.existsSync(path.join(BASE, lib)) || !fs.existsSync(lib) ? [] : [[fs.realpathSync(lib), lib]];
+  return binds;
 }
 
 /** flaglessScenario on one node (`node`: its path in the container, `binds` to put it there). */
