@@ -82,6 +82,8 @@ test('.data is writable after load, through the kernel map: the program sees it'
   obj.attachTracepoint('syscalls', 'sys_exit_openat', 'handle_exit_openat');
   let records = 0;
   const rb = obj.getMap('rb_events').openRingBuffer(() => records++);
+  // (what the library itself opened since attach: 5.10 opened one file more)
+  const before = obj.getGlobalVariable('exit_count');
   fs.closeSync(fs.openSync(__filename, 'r'));
   obj.setGlobalVariable('sinks', 1); // after load: now to the ring buffer
   assert.strictEqual(obj.getGlobalVariable('sinks'), 1);
@@ -92,5 +94,5 @@ test('.data is writable after load, through the kernel map: the program sees it'
   rb.close();
   assert.strictEqual(records, 2);
   // and .bss counters are written by the program, read here
-  assert.strictEqual(obj.getGlobalVariable('exit_count'), 3n);
+  assert.strictEqual(obj.getGlobalVariable('exit_count') - before, 3n);
 });
