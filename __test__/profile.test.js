@@ -193,6 +193,32 @@ describe('off CPU', { skip }, () => {
   });
 });
 
+describe('off CPU: the main thread\'s own switches', { skip }, () => {
+  test('context-switches (a perf event of the main thread) counts what sched_switch (every switch) counts: 8 blocks of 127 ms, the last ending the window', () => {
+    const B = 8;
+    const MS = 127;
+    const runs = ['context-switches', 'sched_switch'].map((offCpuEvent) => {
+      const r = service(['offcpu', fs.mkdtempSync(path.join(tmp, 'offev-')), String(B), String(MS)], { options: { offCpuEvent } });
+      assert.equal(r.event, offCpuEvent);
+      assert.equal(r.blocks, B);
+      return r;
+    });
+    for (const r of runs) {
+      // each block once, blocked, its own length (the sleep's timer slack and wake-up: at most 10%)
+      assert.equal(r.waits.count, B, `${r.event}: ${JSON.stringify(r)}`);
+      assert.deepEqual(r.waits.states, ['blocked'], r.event);
+      assert.ok(r.waits.ns >= B * MS * 1e6 && r.waits.ns <= B * MS * 1e6 * 1.1, `${r.event}: ${r.waits.ns / 1e6} ms blocked in waitHere, expected ${B * MS} ms to +10%`);
+    }
+    // the same intervals: within 1% of each other (their clocks: the run queue's against bpf_ktime_get_ns)
+    const [a, b] = runs.map((r) => r.waits.ns);
+    assert.ok(Math.abs(a - b) <= 0.01 * b, `context-switches ${a / 1e6} ms, sched_switch ${b / 1e6} ms`);
+  });
+
+  test('offCpuEvent: anything else is ERR_BPF_INVALID_VALUE naming the two', () => {
+    assert.throws(() => bpf.profile({ offCpuEvent: 'sched-switch' }), { code: 'ERR_BPF_INVALID_VALUE', message: /offCpuEvent .*'context-switches' or 'sched_switch'/ });
+  });
+});
+
 describe('pull', { skip }, () => {
   test('/debug/pprof/profile?seconds=1 over loopback: a pprof of that window; bad seconds 400; a second pull 409', async () => {
     const child = spawn(process.execPath, [...NODE_ARGS, SERVICE, 'serve'], { stdio: ['pipe', 'pipe', 'inherit'], cwd: tmp });

@@ -7,8 +7,15 @@
  * CAP_PERFMON, no tracefs.
  *
  *   on CPU: a cpu-clock perf event on every CPU, this process's threads
- *   off CPU: tp_btf sched_switch, the main thread: its stacks as it leaves
- *	the CPU, weighted by how long it stays off
+ *   off CPU: the main thread: its stacks as it leaves the CPU, weighted by
+ *	how long it stays off, from one of
+ *	handle_switch: a context-switches perf event of the main thread
+ *	    alone: runs on its own switches only, as it leaves the CPU; the
+ *	    interval it left before ends at its last arrival on a CPU
+ *	    (sched_info.last_arrival, on the run queue's clock), counted
+ *	    at its next switch (user space makes one at the window's end)
+ *	handle_sched_switch: tp_btf sched_switch: runs on every switch of
+ *	    every task of the machine (where the first needs what it lacks)
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -70,11 +77,18 @@ struct {
 __u64 dropped_samples = 0;
 __u64 dropped_offcpu = 0;
 
-/* the main thread's last switch off the CPU (0: on it, or not counted) */
+/* the main thread's last switch off the CPU */
 struct {
-	__u64 start_ns;
+	__u64 start_ns;		/* when (0: on it, or not counted): bpf_ktime_get_ns() for
+				 * handle_sched_switch, the run queue's clock for handle_switch */
+	__u64 nvcsw, nivcsw;	/* handle_switch: its switch counts then (0: not known) */
 	struct profile_key key;
 } off = {};
+
+/* handle_switch: 1 while user space ends the window: the switch it makes
+ * ends the last interval and starts none; flushed counts those switches */
+__u32 flushing = 0;
+__u64 flushed = 0;
 
 #define SCAN_WORDS 256
 /* a plausible user-space code address */
@@ -190,49 +204,134 @@ int handle_sample(struct bpf_perf_event_data *ctx)
 	return 0;
 }
 
+/* the main thread leaves the CPU: it is current, its stacks are here; ctx is the program's own */
+static __always_inline void leave_cpu(void *ctx, struct task_struct *prev, bool preempt, __u64 now)
+{
+	__u64 chain_fp = 0;
+	struct pt_regs *regs;
+
+	off.key.tid = target_pid;
+	off.key.preempted = preempt;
+	off.key.user_stack = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
+	off.key.kernel_stack = bpf_get_stackid(ctx, &stacks, 0);
+	/* preempted, it was running code with frame pointers (JIT code, node): no chain to recover */
+	off.key.user_chain = preempt ? 0 : recover_chain(prev, &chain_fp);
+	/* JS frames (V8's own data): from the saved registers, else from the recovered chain */
+	regs = task_user_regs(prev);
+	off.key.v8_stack = v8_walk_kregs(target_pid, regs);
+	if (!off.key.v8_stack && chain_fp && regs)
+		off.key.v8_stack = v8_walk(target_pid, PT_REGS_IP_CORE(regs), chain_fp, PT_REGS_SP_CORE(regs));
+	bpf_get_current_comm(off.key.comm, sizeof(off.key.comm));
+	off.start_ns = now;
+}
+
+/* the interval off.key started ended after delta ns */
+static __always_inline void count_offcpu(__u64 delta)
+{
+	struct profile_offcpu *v, first = { 1, 0 };
+
+	if (delta < min_offcpu_ns)
+		return;
+	v = bpf_map_lookup_elem(&offcpu, &off.key);
+	if (v) {
+		__sync_fetch_and_add(&v->count, 1);
+		__sync_fetch_and_add(&v->total_ns, delta);
+		return;
+	}
+	first.total_ns = delta;
+	if (bpf_map_update_elem(&offcpu, &off.key, &first, BPF_NOEXIST))
+		__sync_fetch_and_add(&dropped_offcpu, 1);
+}
+
+/* before 5.14, task_struct's __state was state */
+struct task_struct___state_before_5_14 {
+	long state;
+} __attribute__((preserve_access_index));
+
+/* whether a task leaving the CPU stays runnable (TASK_RUNNING) */
+static __always_inline bool task_runnable(struct task_struct *task)
+{
+	if (bpf_core_field_exists(task->__state))
+		return BPF_CORE_READ(task, __state) == 0;
+	return BPF_CORE_READ((struct task_struct___state_before_5_14 *)task, state) == 0;
+}
+
+/* libuv's idle poll: not counted unless offcpu_idle */
+static __always_inline bool idle_poll(struct task_struct *prev, bool preempt)
+{
+	return !offcpu_idle && !preempt && idle_wait(task_syscall(prev));
+}
+
+/*
+ * A context-switches event of the main thread (sample period 1): the kernel
+ * raises it in the thread's own context as the thread leaves the CPU
+ * (perf_event_task_sched_out), so the stacks are its own. The interval
+ * it left before ends at its arrival since (sched_info.last_arrival: set
+ * as it came back, on the run queue's clock, as the start is taken here).
+ */
+SEC("perf_event")
+int handle_switch(struct bpf_perf_event_data *ctx)
+{
+	/* (a trusted pointer where bpf_task_pt_regs() takes it, 5.15) */
+	struct task_struct *prev = HAVE_TASK_PT_REGS ? bpf_get_current_task_btf() : (struct task_struct *)bpf_get_current_task();
+	struct cfs_rq *cfs = BPF_CORE_READ(prev, se.cfs_rq);
+	__u64 now, arrival, nv, niv;
+	struct rq *rq;
+	bool preempt;
+
+	/* (the event follows the main thread only) */
+	if (BPF_CORE_READ(prev, pid) != target_pid || !cfs)
+		return 0;
+	/* the run queue's clock, set as this switch began (the one sched_info's times are on) */
+	if (bpf_core_field_exists(cfs->rq))
+		rq = BPF_CORE_READ(cfs, rq);
+	else
+		rq = (void *)cfs - bpf_core_field_offset(struct rq, cfs);
+	now = BPF_CORE_READ(rq, clock);
+	if (off.start_ns) {
+		arrival = BPF_CORE_READ(prev, sched_info.last_arrival);
+		if (arrival > off.start_ns && arrival <= now)
+			count_offcpu(arrival - off.start_ns);
+		off.start_ns = 0;
+	}
+	if (flushing) {
+		__sync_fetch_and_add(&flushed, 1);
+		off.nvcsw = 0;
+		return 0;
+	}
+	/* preempted (still runnable) if this switch was an involuntary one, as sched_switch's preempt */
+	nv = BPF_CORE_READ(prev, nvcsw);
+	niv = BPF_CORE_READ(prev, nivcsw);
+	if (off.nvcsw && nv + niv == off.nvcsw + off.nivcsw + 1)
+		preempt = niv != off.nivcsw;
+	else
+		preempt = task_runnable(prev);
+	off.nvcsw = nv;
+	off.nivcsw = niv;
+	if (idle_poll(prev, preempt) || !now)
+		return 0;
+	leave_cpu(ctx, prev, preempt, now);
+	return 0;
+}
+
 SEC("tp_btf/sched_switch")
 int BPF_PROG(handle_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
-	struct profile_offcpu *v, first = { 1, 0 };
-	__u64 delta, chain_fp = 0;
-	struct pt_regs *regs;
+	__u64 delta;
 
+	/* every switch of the machine: the cheapest test first (two loads from the arguments) */
 	if (prev->pid == target_pid) {
-		/* the main thread leaves the CPU: it is current, its stacks are here */
-		if (!offcpu_idle && !preempt && idle_wait(task_syscall(prev))) {
+		if (idle_poll(prev, preempt))
 			off.start_ns = 0;
-			return 0;
-		}
-		off.key.tid = target_pid;
-		off.key.preempted = preempt;
-		off.key.user_stack = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
-		off.key.kernel_stack = bpf_get_stackid(ctx, &stacks, 0);
-		/* preempted, it was running code with frame pointers (JIT code, node): no chain to recover */
-		off.key.user_chain = preempt ? 0 : recover_chain(prev, &chain_fp);
-		/* JS frames (V8's own data): from the saved registers, else from the recovered chain */
-		regs = task_user_regs(prev);
-		off.key.v8_stack = v8_walk_kregs(target_pid, regs);
-		if (!off.key.v8_stack && chain_fp && regs)
-			off.key.v8_stack = v8_walk(target_pid, PT_REGS_IP_CORE(regs), chain_fp, PT_REGS_SP_CORE(regs));
-		bpf_get_current_comm(off.key.comm, sizeof(off.key.comm));
-		off.start_ns = bpf_ktime_get_ns();
+		else
+			leave_cpu(ctx, prev, preempt, bpf_ktime_get_ns());
 		return 0;
 	}
 	if (next->pid != target_pid || !off.start_ns)
 		return 0;
 	delta = bpf_ktime_get_ns() - off.start_ns;
 	off.start_ns = 0;
-	if (delta < min_offcpu_ns)
-		return 0;
-	v = bpf_map_lookup_elem(&offcpu, &off.key);
-	if (v) {
-		__sync_fetch_and_add(&v->count, 1);
-		__sync_fetch_and_add(&v->total_ns, delta);
-		return 0;
-	}
-	first.total_ns = delta;
-	if (bpf_map_update_elem(&offcpu, &off.key, &first, BPF_NOEXIST))
-		__sync_fetch_and_add(&dropped_offcpu, 1);
+	count_offcpu(delta);
 	return 0;
 }
 

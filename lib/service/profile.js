@@ -30,6 +30,7 @@
  * in a comment.
  */
 const fs = require('node:fs');
+const { isMainThread } = require('node:worker_threads');
 const native = require('../core/native');
 const { loadBpfProgram } = require('../core/object');
 const { objectPath } = require('../core/objects');
@@ -114,14 +115,30 @@ function checkSeconds(seconds, max, what) {
   }
 }
 
+/**
+ * What runs the off-CPU program (bpf/profile.bpf.c): 'context-switches', a
+ * perf event of the main thread alone (it runs on that thread's switches
+ * only), needs the kernel's sched_info (CONFIG_SCHED_INFO: /proc/PID/schedstat)
+ * and the profiler on the main thread (which makes a switch at each
+ * window's end to count the last interval); else 'sched_switch', the
+ * tracepoint, which runs on every switch of every task of the machine.
+ */
+function defaultOffCpuEvent() {
+  return isMainThread && fs.existsSync(`/proc/${process.pid}/schedstat`) ? 'context-switches' : 'sched_switch';
+}
+
 function checkOptions(options) {
   if (options !== undefined && (options === null || typeof options !== 'object')) {
     throw codedError('ERR_INVALID_ARG_TYPE', `profile(options): options must be an object, got ${options}`);
   }
-  const known = ['frequency', 'offCpu', 'minOffCpu', 'idle', 'maxSeconds', 'v8'];
+  const known = ['frequency', 'offCpu', 'offCpuEvent', 'minOffCpu', 'idle', 'maxSeconds', 'v8'];
   const unknown = Object.keys(options ?? {}).filter((k) => !known.includes(k));
   if (unknown.length) throw codedError('ERR_BPF_UNKNOWN_NAME', `profile(): no option named ${unknown.join(', ')}; the options are ${known.join(', ')}`);
-  const o = { frequency: DEFAULT_FREQUENCY, offCpu: true, minOffCpu: 0.001, idle: false, maxSeconds: DEFAULT_MAX_SECONDS, v8: true, ...options };
+  const o = { frequency: DEFAULT_FREQUENCY, offCpu: true, offCpuEvent: undefined, minOffCpu: 0.001, idle: false, maxSeconds: DEFAULT_MAX_SECONDS, v8: true, ...options };
+  if (o.offCpuEvent === undefined) o.offCpuEvent = defaultOffCpuEvent();
+  if (!OFF_CPU_EVENTS.includes(o.offCpuEvent)) {
+    throw codedError('ERR_BPF_INVALID_VALUE', `profile(): offCpuEvent is what runs the off-CPU program, ${OFF_CPU_EVENTS.map((e) => `'${e}'`).join(' or ')} (default: the first where it works), got ${o.offCpuEvent}`);
+  }
   if (typeof o.frequency !== 'number' || !Number.isInteger(o.frequency) || o.frequency < 1 || o.frequency > MAX_FREQUENCY) {
     throw codedError('ERR_BPF_INVALID_VALUE', `profile(): frequency is samples per second per CPU, an integer from 1 to ${MAX_FREQUENCY} (default ${DEFAULT_FREQUENCY}), got ${o.frequency}`);
   }
@@ -208,6 +225,9 @@ class Profiler {
       obj.setGlobalVariable('min_offcpu_ns', BigInt(Math.round(this.#options.minOffCpu * 1e9)));
       obj.setGlobalVariable('offcpu_idle', this.#options.idle);
       for (const n of ['epoll_wait', 'epoll_pwait', 'epoll_pwait2']) obj.setGlobalVariable(`nr_${n}`, syscalls.indexOf(n));
+      // only the off-CPU program that runs is loaded (each is verified with its V8 walk)
+      obj.programs.handle_switch.autoload = this.#options.offCpu && this.#options.offCpuEvent === 'context-switches';
+      obj.programs.handle_sched_switch.autoload = this.#options.offCpu && this.#options.offCpuEvent === 'sched_switch';
       obj.load();
     } catch (err) {
       obj.close();
@@ -273,7 +293,14 @@ class Profiler {
       startHr = process.hrtime.bigint();
       // every CPU, filtered in the kernel: a perf event for a pid samples only its main thread
       links.push(obj.attachPerfEvent('handle_sample', { event: 'cpu-clock', period: periodNs }));
-      if (this.#options.offCpu) links.push(obj.attach('handle_sched_switch'));
+      const switches = this.#options.offCpu && this.#options.offCpuEvent === 'context-switches';
+      if (switches) {
+        // no interval open from an earlier window (one that ended by an error)
+        obj.setGlobalVariable('off', { ...obj.getGlobalVariable('off'), start_ns: 0n, nvcsw: 0n, nivcsw: 0n });
+        obj.setGlobalVariable('flushing', 0);
+        // the main thread's own switches, on whichever CPU (pid: its tid here)
+        links.push(obj.attachPerfEvent('handle_switch', { event: 'context-switches', period: 1, pid: process.pid }));
+      } else if (this.#options.offCpu) links.push(obj.attach('handle_sched_switch'));
       await new Promise((resolve) => {
         const timer = setTimeout(done, seconds * 1000);
         const abort = () => done();
@@ -287,6 +314,8 @@ class Profiler {
         else signal?.addEventListener('abort', abort, { once: true });
       });
       this.#abort = null;
+      // the interval the main thread came back from last is counted at its next switch: one now
+      if (switches) this.#flushOffCpu();
       for (const link of links.splice(0)) link.detach();
       // the perf map as the samples saw it: what is written from here on came after them
       this.#symbolizer.endWindow([process.pid]);
@@ -298,6 +327,19 @@ class Profiler {
       for (const link of links) link.detach();
       this.#busy = null;
     }
+  }
+
+  /**
+   * Ends the off-CPU intervals of a window of handle_switch: the main thread
+   * (this one) sleeps for 20 µs, a switch off the CPU, at which the program
+   * counts the interval it came back from last and starts none (flushing).
+   * A sleep that did not leave the CPU (no switch seen) is tried again.
+   */
+  #flushOffCpu() {
+    const obj = this.#obj;
+    obj.setGlobalVariable('flushing', 1);
+    const before = obj.getGlobalVariable('flushed');
+    for (let i = 0; i < 5 && obj.getGlobalVariable('flushed') === before; i++) Atomics.wait(FLUSH_WORD, 0, 0, 0.02 * 2 ** i);
   }
 
   /** The window's counts, named, and the maps emptied for the next. */
@@ -423,7 +465,7 @@ class Profiler {
     obj.setGlobalVariable('v8_dropped', 0n);
     obj.setGlobalVariable('dropped_offcpu', 0n);
     const notes = [
-      `node-libbpf profile of pid ${process.pid} (${process.title}, node ${process.version}): cpu-clock at ${this.#options.frequency} Hz on every CPU; off-CPU: the main thread, intervals of ${this.#options.minOffCpu * 1000} ms or more${this.#options.idle ? '' : ', idle epoll waits left out'}`,
+      `node-libbpf profile of pid ${process.pid} (${process.title}, node ${process.version}): cpu-clock at ${this.#options.frequency} Hz on every CPU; off-CPU: the main thread (${this.#options.offCpuEvent}), intervals of ${this.#options.minOffCpu * 1000} ms or more${this.#options.idle ? '' : ', idle epoll waits left out'}`,
     ];
     if (this.#v8Error) notes.push(`JavaScript frames are not named from V8's data: ${this.#v8Error.message}`);
     if (!perfMap && (this.#v8Error || !this.#symbolizer.v8.names)) notes.push(`no perf map (/tmp/perf-${process.pid}.map): JavaScript frames are unnamed; run node with --perf-basic-prof (or --perf-basic-prof-only-functions --interpreted-frames-native-stack)`);
@@ -615,7 +657,10 @@ class Profiler {
   }
 }
 
-const TRACING_FRAME = /^(bpf_prog_|bpf_trace_run|__traceiter_|__bpf_trace_|bpf_dispatcher)/;
+const OFF_CPU_EVENTS = ['context-switches', 'sched_switch'];
+const FLUSH_WORD = new Int32Array(new SharedArrayBuffer(4));
+// (sched_switch's stacks are taken in the tracepoint; handle_switch's in perf's switch-out hook)
+const TRACING_FRAME = /^(bpf_prog_|bpf_trace_run|__traceiter_|__bpf_trace_|bpf_dispatcher|perf_event_task_sched_out|__perf_event_task_sched_out|___perf_sw_event|__perf_sw_event_sched|perf_swevent_|perf_event_output|bpf_overflow_handler|__perf_event_overflow|perf_trace_run_bpf_submit)/;
 const KERNEL_MAPPING = { start: 0, end: 0, offset: 0, path: '[kernel]', file: false };
 const LOST = { name: '[lost stack]', kind: 'lost', label: '[lost stack]' };
 /** Pyroscope's sample type configuration of the off-CPU profile (its ingest API, format=pprof). */
