@@ -497,6 +497,10 @@ export interface ProfileOptions {
   minOffCpu?: number
   /** Whether the event loop's idle epoll waits count as off-CPU time (default false). */
   idle?: boolean
+  /** Whether the main thread's preempted intervals (runnable, waiting for a CPU) are recorded by stack (default false: a stack walk at every preemption; only their count and time, in the window's `preempted` and its notes). */
+  preempted?: boolean
+  /** What runs the off-CPU program: 'context-switches', a perf event of the main thread alone (its own switches only; needs CONFIG_SCHED_INFO and the profiler on the main thread), or 'sched_switch', the tracepoint (every switch of the machine). Default: the first where it works. */
+  offCpuEvent?: 'context-switches' | 'sched_switch'
   /** The longest window, in seconds (default 300). */
   maxSeconds?: number
   /** Whether JavaScript frames are walked in the kernel and named from V8's own data, no node flags needed (default true); false: from the perf map alone. */
@@ -547,6 +551,8 @@ export declare class ProfileWindow {
   /** Whether this process has a perf map (JavaScript names). */
   perfMap: boolean
   dropped: { samples: number; offCpu: number }
+  /** (preempted: false) The main thread's preempted intervals of minOffCpu or more, counted without their stacks: how many, and their time in ns. */
+  preempted?: { count: number; ns: number }
   /** What the profile's comments say (pprof `comment`). */
   notes: string[]
   cpu: ProfileStack[]

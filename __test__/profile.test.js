@@ -214,6 +214,24 @@ describe('off CPU: the main thread\'s own switches', { skip }, () => {
     assert.ok(Math.abs(a - b) <= 0.01 * b, `context-switches ${a / 1e6} ms, sched_switch ${b / 1e6} ms`);
   });
 
+  test('preempted: counted without stacks by default (count and time), by stack with preempted: true; a CPU hog on the same CPU preempts the main thread', () => {
+    const hog = spawn('taskset', ['-c', '0', process.execPath, '-e', 'for (;;);'], { stdio: 'ignore' });
+    try {
+      for (const event of ['context-switches', 'sched_switch']) {
+        const prefix = ['taskset', '-c', '0'];
+        const plain = service(['busy', tmp], { prefix, options: { offCpuEvent: event, minOffCpu: 0.0005 } });
+        assert.equal(plain.states.preempted, undefined, `${event}: no preempted stacks by default: ${JSON.stringify(plain)}`);
+        assert.ok(plain.preempted.count >= 5 && plain.preempted.ns >= plain.preempted.count * 0.0005e9, `${event}: preempted ${JSON.stringify(plain.preempted)}`);
+        assert.match(plain.notes.join('\n'), /preempted .* \d+ times/);
+        const walked = service(['busy', tmp], { prefix, options: { offCpuEvent: event, minOffCpu: 0.0005, preempted: true } });
+        assert.equal(walked.preempted, null);
+        assert.ok(walked.states.preempted?.count >= 5, `${event}: preempted stacks with preempted: true: ${JSON.stringify(walked)}`);
+      }
+    } finally {
+      hog.kill();
+    }
+  });
+
   test('offCpuEvent: anything else is ERR_BPF_INVALID_VALUE naming the two', () => {
     assert.throws(() => bpf.profile({ offCpuEvent: 'sched-switch' }), { code: 'ERR_BPF_INVALID_VALUE', message: /offCpuEvent .*'context-switches' or 'sched_switch'/ });
   });

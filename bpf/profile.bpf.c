@@ -34,6 +34,9 @@ const volatile __s32 nr_epoll_wait = -1;
 const volatile __s32 nr_epoll_pwait = -1;
 const volatile __s32 nr_epoll_pwait2 = -1;
 const volatile bool offcpu_idle = false;
+/* preempted intervals (runnable, waiting for a CPU) by stack: a walk at every
+ * preemption; else only their count and time (preempted_count, _ns) */
+const volatile bool offcpu_preempted = false;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
@@ -76,12 +79,16 @@ struct {
 /* samples and intervals not counted: their table was full */
 __u64 dropped_samples = 0;
 __u64 dropped_offcpu = 0;
+/* the main thread's preempted intervals when not by stack (offcpu_preempted false) */
+__u64 preempted_count = 0;
+__u64 preempted_ns = 0;
 
 /* the main thread's last switch off the CPU */
 struct {
 	__u64 start_ns;		/* when (0: on it, or not counted): bpf_ktime_get_ns() for
 				 * handle_sched_switch, the run queue's clock for handle_switch */
 	__u64 nvcsw, nivcsw;	/* handle_switch: its switch counts then (0: not known) */
+	__u32 walked;		/* key holds its stacks (else: preempted, counted apart) */
 	struct profile_key key;
 } off = {};
 
@@ -222,7 +229,19 @@ static __always_inline void leave_cpu(void *ctx, struct task_struct *prev, bool 
 	if (!off.key.v8_stack && chain_fp && regs)
 		off.key.v8_stack = v8_walk(target_pid, PT_REGS_IP_CORE(regs), chain_fp, PT_REGS_SP_CORE(regs));
 	bpf_get_current_comm(off.key.comm, sizeof(off.key.comm));
+	off.walked = 1;
 	off.start_ns = now;
+}
+
+/* the main thread leaves the CPU: its stacks are taken, or (preempted, not by stack) its time only */
+static __always_inline void leave(void *ctx, struct task_struct *prev, bool preempt, __u64 now)
+{
+	if (preempt && !offcpu_preempted) {
+		off.walked = 0;
+		off.start_ns = now;
+		return;
+	}
+	leave_cpu(ctx, prev, preempt, now);
 }
 
 /* the interval off.key started ended after delta ns */
@@ -232,6 +251,11 @@ static __always_inline void count_offcpu(__u64 delta)
 
 	if (delta < min_offcpu_ns)
 		return;
+	if (!off.walked) {
+		__sync_fetch_and_add(&preempted_count, 1);
+		__sync_fetch_and_add(&preempted_ns, delta);
+		return;
+	}
 	v = bpf_map_lookup_elem(&offcpu, &off.key);
 	if (v) {
 		__sync_fetch_and_add(&v->count, 1);
@@ -269,29 +293,66 @@ static __always_inline bool idle_poll(struct task_struct *prev, bool preempt)
  * it left before ends at its arrival since (sched_info.last_arrival: set
  * as it came back, on the run queue's clock, as the start is taken here).
  */
+/* what handle_switch reads of the thread leaving the CPU */
+struct switch_facts {
+	__u64 clock;	/* its run queue's clock, set as this switch began (0: unknown) */
+	__u64 arrival;	/* sched_info.last_arrival: its last arrival on a CPU, on that clock */
+	__u64 nvcsw, nivcsw;
+};
+
+/* the run queue a task's fair-class queue is on (cfs_rq->rq; or, without group scheduling, the rq it is in) */
+static __always_inline struct rq *cfs_rq_of(struct cfs_rq *cfs)
+{
+	if (bpf_core_field_exists(cfs->rq))
+		return BPF_CORE_READ(cfs, rq);
+	return (void *)cfs - bpf_core_field_offset(struct rq, cfs);
+}
+
+/*
+ * A context-switches event of the main thread (sample period 1): the kernel
+ * raises it in the thread's own context as the thread leaves the CPU
+ * (perf_event_task_sched_out), so the stacks are its own. The interval
+ * it left before ends at its arrival since (sched_info.last_arrival: set
+ * as it came back, on the run queue's clock, as the start is taken here).
+ */
 SEC("perf_event")
 int handle_switch(struct bpf_perf_event_data *ctx)
 {
-	/* (a trusted pointer where bpf_task_pt_regs() takes it, 5.15) */
-	struct task_struct *prev = HAVE_TASK_PT_REGS ? bpf_get_current_task_btf() : (struct task_struct *)bpf_get_current_task();
-	struct cfs_rq *cfs = BPF_CORE_READ(prev, se.cfs_rq);
-	__u64 now, arrival, nv, niv;
-	struct rq *rq;
+	struct switch_facts f = {};
+	struct task_struct *prev;
+	struct cfs_rq *cfs;
 	bool preempt;
 
-	/* (the event follows the main thread only) */
-	if (BPF_CORE_READ(prev, pid) != target_pid || !cfs)
-		return 0;
-	/* the run queue's clock, set as this switch began (the one sched_info's times are on) */
-	if (bpf_core_field_exists(cfs->rq))
-		rq = BPF_CORE_READ(cfs, rq);
-	else
-		rq = (void *)cfs - bpf_core_field_offset(struct rq, cfs);
-	now = BPF_CORE_READ(rq, clock);
+	if (HAVE_TASK_PT_REGS) {
+		/* 5.15 on: a trusted pointer, read directly (each CO-RE read below is a helper call) */
+		struct task_struct *t = bpf_get_current_task_btf();
+
+		/* (the event follows the main thread only) */
+		if (t->pid != target_pid)
+			return 0;
+		cfs = t->se.cfs_rq;
+		if (cfs && bpf_core_field_exists(cfs->rq) && cfs->rq)
+			f.clock = cfs->rq->clock;
+		else if (cfs)
+			f.clock = BPF_CORE_READ(cfs_rq_of(cfs), clock);
+		f.arrival = t->sched_info.last_arrival;
+		f.nvcsw = t->nvcsw;
+		f.nivcsw = t->nivcsw;
+		prev = t;
+	} else {
+		prev = (struct task_struct *)bpf_get_current_task();
+		if (BPF_CORE_READ(prev, pid) != target_pid)
+			return 0;
+		cfs = BPF_CORE_READ(prev, se.cfs_rq);
+		if (cfs)
+			f.clock = BPF_CORE_READ(cfs_rq_of(cfs), clock);
+		f.arrival = BPF_CORE_READ(prev, sched_info.last_arrival);
+		f.nvcsw = BPF_CORE_READ(prev, nvcsw);
+		f.nivcsw = BPF_CORE_READ(prev, nivcsw);
+	}
 	if (off.start_ns) {
-		arrival = BPF_CORE_READ(prev, sched_info.last_arrival);
-		if (arrival > off.start_ns && arrival <= now)
-			count_offcpu(arrival - off.start_ns);
+		if (f.arrival > off.start_ns && f.arrival <= f.clock)
+			count_offcpu(f.arrival - off.start_ns);
 		off.start_ns = 0;
 	}
 	if (flushing) {
@@ -299,18 +360,16 @@ int handle_switch(struct bpf_perf_event_data *ctx)
 		off.nvcsw = 0;
 		return 0;
 	}
-	/* preempted (still runnable) if this switch was an involuntary one, as sched_switch's preempt */
-	nv = BPF_CORE_READ(prev, nvcsw);
-	niv = BPF_CORE_READ(prev, nivcsw);
-	if (off.nvcsw && nv + niv == off.nvcsw + off.nivcsw + 1)
-		preempt = niv != off.nivcsw;
+	/* still runnable (preempted) if this switch was an involuntary one (the kernel's nivcsw) */
+	if (off.nvcsw && f.nvcsw + f.nivcsw == off.nvcsw + off.nivcsw + 1)
+		preempt = f.nivcsw != off.nivcsw;
 	else
 		preempt = task_runnable(prev);
-	off.nvcsw = nv;
-	off.nivcsw = niv;
-	if (idle_poll(prev, preempt) || !now)
+	off.nvcsw = f.nvcsw;
+	off.nivcsw = f.nivcsw;
+	if (idle_poll(prev, preempt) || !f.clock)
 		return 0;
-	leave_cpu(ctx, prev, preempt, now);
+	leave(ctx, prev, preempt, f.clock);
 	return 0;
 }
 
@@ -321,10 +380,13 @@ int BPF_PROG(handle_sched_switch, bool preempt, struct task_struct *prev, struct
 
 	/* every switch of the machine: the cheapest test first (two loads from the arguments) */
 	if (prev->pid == target_pid) {
+		/* still runnable, as the kernel counts it (nivcsw): preempted, or leaving while TASK_RUNNING
+		 * (a wake-up's preemption, taken as it returns to user space, is a plain schedule()) */
+		preempt = preempt || task_runnable(prev);
 		if (idle_poll(prev, preempt))
 			off.start_ns = 0;
 		else
-			leave_cpu(ctx, prev, preempt, bpf_ktime_get_ns());
+			leave(ctx, prev, preempt, bpf_ktime_get_ns());
 		return 0;
 	}
 	if (next->pid != target_pid || !off.start_ns)

@@ -131,10 +131,10 @@ function checkOptions(options) {
   if (options !== undefined && (options === null || typeof options !== 'object')) {
     throw codedError('ERR_INVALID_ARG_TYPE', `profile(options): options must be an object, got ${options}`);
   }
-  const known = ['frequency', 'offCpu', 'offCpuEvent', 'minOffCpu', 'idle', 'maxSeconds', 'v8'];
+  const known = ['frequency', 'offCpu', 'offCpuEvent', 'minOffCpu', 'idle', 'preempted', 'maxSeconds', 'v8'];
   const unknown = Object.keys(options ?? {}).filter((k) => !known.includes(k));
   if (unknown.length) throw codedError('ERR_BPF_UNKNOWN_NAME', `profile(): no option named ${unknown.join(', ')}; the options are ${known.join(', ')}`);
-  const o = { frequency: DEFAULT_FREQUENCY, offCpu: true, offCpuEvent: undefined, minOffCpu: 0.001, idle: false, maxSeconds: DEFAULT_MAX_SECONDS, v8: true, ...options };
+  const o = { frequency: DEFAULT_FREQUENCY, offCpu: true, offCpuEvent: undefined, minOffCpu: 0.001, idle: false, preempted: false, maxSeconds: DEFAULT_MAX_SECONDS, v8: true, ...options };
   if (o.offCpuEvent === undefined) o.offCpuEvent = defaultOffCpuEvent();
   if (!OFF_CPU_EVENTS.includes(o.offCpuEvent)) {
     throw codedError('ERR_BPF_INVALID_VALUE', `profile(): offCpuEvent is what runs the off-CPU program, ${OFF_CPU_EVENTS.map((e) => `'${e}'`).join(' or ')} (default: the first where it works), got ${o.offCpuEvent}`);
@@ -148,7 +148,7 @@ function checkOptions(options) {
   if (typeof o.maxSeconds !== 'number' || !(o.maxSeconds > 0 && o.maxSeconds <= 86400)) {
     throw codedError('ERR_BPF_INVALID_VALUE', `profile(): maxSeconds is the longest window, in seconds (at most 86400, default ${DEFAULT_MAX_SECONDS}), got ${o.maxSeconds}`);
   }
-  for (const k of ['offCpu', 'idle', 'v8']) if (typeof o[k] !== 'boolean') throw codedError('ERR_INVALID_ARG_TYPE', `profile(): ${k} is true or false, got ${o[k]}`);
+  for (const k of ['offCpu', 'idle', 'preempted', 'v8']) if (typeof o[k] !== 'boolean') throw codedError('ERR_INVALID_ARG_TYPE', `profile(): ${k} is true or false, got ${o[k]}`);
   return o;
 }
 
@@ -224,6 +224,7 @@ class Profiler {
       obj.setGlobalVariable('target_pid', this.#ids.tgid);
       obj.setGlobalVariable('min_offcpu_ns', BigInt(Math.round(this.#options.minOffCpu * 1e9)));
       obj.setGlobalVariable('offcpu_idle', this.#options.idle);
+      obj.setGlobalVariable('offcpu_preempted', this.#options.preempted);
       for (const n of ['epoll_wait', 'epoll_pwait', 'epoll_pwait2']) obj.setGlobalVariable(`nr_${n}`, syscalls.indexOf(n));
       // only the off-CPU program that runs is loaded (each is verified with its V8 walk)
       obj.programs.handle_switch.autoload = this.#options.offCpu && this.#options.offCpuEvent === 'context-switches';
@@ -351,6 +352,8 @@ class Profiler {
     const offRows = obj.getMap('offcpu').getBatch();
     const chainMap = obj.getMap('chains');
     const dropped = { samples: Number(obj.getGlobalVariable('dropped_samples')), offCpu: Number(obj.getGlobalVariable('dropped_offcpu')) };
+    // (preempted: false) the main thread's preempted intervals, counted without their stacks
+    const preempted = this.#options.preempted ? undefined : { count: Number(obj.getGlobalVariable('preempted_count')), ns: Number(obj.getGlobalVariable('preempted_ns')) };
     const cache = new Map();
     const stack = (id) => {
       if (id < 0) return [];
@@ -464,14 +467,17 @@ class Profiler {
     const v8Dropped = Number(obj.getGlobalVariable('v8_dropped'));
     obj.setGlobalVariable('v8_dropped', 0n);
     obj.setGlobalVariable('dropped_offcpu', 0n);
+    obj.setGlobalVariable('preempted_count', 0n);
+    obj.setGlobalVariable('preempted_ns', 0n);
     const notes = [
-      `node-libbpf profile of pid ${process.pid} (${process.title}, node ${process.version}): cpu-clock at ${this.#options.frequency} Hz on every CPU; off-CPU: the main thread (${this.#options.offCpuEvent}), intervals of ${this.#options.minOffCpu * 1000} ms or more${this.#options.idle ? '' : ', idle epoll waits left out'}`,
+      `node-libbpf profile of pid ${process.pid} (${process.title}, node ${process.version}): cpu-clock at ${this.#options.frequency} Hz on every CPU; off-CPU: the main thread (${this.#options.offCpuEvent}), intervals of ${this.#options.minOffCpu * 1000} ms or more${this.#options.idle ? '' : ', idle epoll waits left out'}${this.#options.preempted ? '' : ', preempted ones without stacks'}`,
     ];
+    if (preempted) notes.push(`the main thread was preempted (runnable, waiting for a CPU) ${preempted.count} times for ${this.#options.minOffCpu * 1000} ms or more, ${(preempted.ns / 1e6).toFixed(1)} ms in all: not by stack (profile({ preempted: true }) walks them)`);
     if (this.#v8Error) notes.push(`JavaScript frames are not named from V8's data: ${this.#v8Error.message}`);
     if (!perfMap && (this.#v8Error || !this.#symbolizer.v8.names)) notes.push(`no perf map (/tmp/perf-${process.pid}.map): JavaScript frames are unnamed; run node with --perf-basic-prof (or --perf-basic-prof-only-functions --interpreted-frames-native-stack)`);
     if (v8Dropped) notes.push(`${v8Dropped} stacks' JavaScript frames not kept, their table was full: named from the perf map, if any`);
     if (dropped.samples || dropped.offCpu) notes.push(`not counted, their table was full: ${dropped.samples} CPU samples, ${dropped.offCpu} off-CPU intervals`);
-    return { startNs, durationNs, periodNs, frequency: this.#options.frequency, perfMap, dropped, notes, ...out };
+    return { startNs, durationNs, periodNs, frequency: this.#options.frequency, perfMap, dropped, ...(preempted && { preempted }), notes, ...out };
   }
 
   #localTid(kernelTid) {
