@@ -267,19 +267,6 @@ static __always_inline void count_offcpu(__u64 delta)
 		__sync_fetch_and_add(&dropped_offcpu, 1);
 }
 
-/* before 5.14, task_struct's __state was state */
-struct task_struct___state_before_5_14 {
-	long state;
-} __attribute__((preserve_access_index));
-
-/* whether a task leaving the CPU stays runnable (TASK_RUNNING) */
-static __always_inline bool task_runnable(struct task_struct *task)
-{
-	if (bpf_core_field_exists(task->__state))
-		return BPF_CORE_READ(task, __state) == 0;
-	return BPF_CORE_READ((struct task_struct___state_before_5_14 *)task, state) == 0;
-}
-
 /* libuv's idle poll: not counted unless offcpu_idle */
 static __always_inline bool idle_poll(struct task_struct *prev, bool preempt)
 {
