@@ -497,6 +497,8 @@ export interface ProfileOptions {
   minOffCpu?: number
   /** Whether the event loop's idle epoll waits count as off-CPU time (default false). */
   idle?: boolean
+  /** The threads CPU samples are taken of: 'all' (default: a cpu-clock event on every CPU, filtered to this process) or 'main' (one event that follows the main thread: no timer on the CPUs it is not on). */
+  threads?: 'all' | 'main'
   /** Whether the main thread's preempted intervals (runnable, waiting for a CPU) are recorded by stack (default false: a stack walk at every preemption; only their count and time, in the window's `preempted` and its notes). */
   preempted?: boolean
   /** What runs the off-CPU program: 'context-switches', a perf event of the main thread alone (its own switches only; needs CONFIG_SCHED_INFO and the profiler on the main thread), or 'sched_switch', the tracepoint (every switch of the machine). Default: the first where it works. */

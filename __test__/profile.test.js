@@ -159,6 +159,17 @@ describe("issue 23's inlining case (Maglev inlines hotLoopX into processImmediat
   }
 });
 
+describe("threads: 'main'", { skip }, () => {
+  test('one event that follows the main thread: every CPU sample is the main thread\'s, hotLoop among them', () => {
+    const dir = fs.mkdtempSync(path.join(tmp, 'main-'));
+    const r = service(['cpu', dir], { options: { threads: 'main' } });
+    assert.ok(r.samples > 50, `${r.samples} samples`);
+    assert.deepEqual(r.threads.map((t) => t.split(':')[0]), ['main'], r.threads.join(', '));
+    assert.match(pprof(['-top', '-nodecount=200'], path.join(dir, 'cpu.pb.gz')), /\shotLoop$/m);
+    assert.throws(() => bpf.profile({ threads: 'workers' }), { code: 'ERR_BPF_INVALID_VALUE', message: /threads .*'all'.*'main'/ });
+  });
+});
+
 describe('without a perf map', { skip }, () => {
   test('without V8\'s data either (v8: false), JIT frames say how to get their names, and so does the comment; no bare address', () => {
     const dir = fs.mkdtempSync(path.join(tmp, 'nomap-'));

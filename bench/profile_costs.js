@@ -16,6 +16,8 @@
 //                             (offCpuEvent: 'sched_switch', the way before)
 //            99-preempted     99 Hz, preempted intervals by stack too
 //                             (preempted: true, the way before)
+//            99-main          99 Hz, CPU samples of the main thread only
+//                             (threads: 'main': one event that follows it)
 //          With --bpf-stats (sets kernel.bpf_stats_enabled to 1 for the run,
 //          then back): each BPF program's runs per second and ns per run, a
 //          measure the machine's load barely moves (the stats cost every
@@ -27,7 +29,8 @@
 //          bound: the scheduler may charge some of it to the next task;
 //          wall time was below the noise here), for each offCpuEvent
 //   sample: a loop's own CPU time at 997 Hz against unprofiled, paired,
-//          per sample taken (CPU time: others' load barely moves it)
+//          per sample taken (CPU time: others' load barely moves it), for
+//          threads 'all' (an event per CPU) and 'main' (one that follows it)
 //   node bench/profile_costs.js [--rounds N] [--rows none,pprof,99,...,switch,sample] [--bpf-stats] [--json]
 //   (default: every row; --no-http: switch and sample only)
 const fs = require('node:fs');
@@ -50,6 +53,7 @@ const HTTP_ROWS = new Map([
   ['19-nooff', 'bpf:{"frequency":19,"offCpu":false}'],
   ['99-sched_switch', 'bpf:{"offCpuEvent":"sched_switch"}'],
   ['99-preempted', 'bpf:{"preempted":true}'],
+  ['99-main', 'bpf:{"threads":"main"}'],
 ]);
 const OTHER_ROWS = ['switch', 'sample'];
 const ROWS = argv.includes('--rows') ? argv[argv.indexOf('--rows') + 1].split(',') : argv.includes('--no-http') ? OTHER_ROWS : [...HTTP_ROWS.keys(), ...OTHER_ROWS];
@@ -113,8 +117,8 @@ function cpuOfLoop(n) {
  * 997 Hz against the same loop unprofiled, paired; divided by the samples
  * taken. At 99 Hz that is 99 x it per busy CPU-second.
  */
-async function sampleCost() {
-  const profiler = bpf.profile({ frequency: 997, offCpu: false });
+async function sampleCost(threads) {
+  const profiler = bpf.profile({ frequency: 997, offCpu: false, threads });
   const perSample = [];
   try {
     for (let i = 0; i < ROUNDS; i++) {
@@ -163,7 +167,7 @@ const pct = (x) => `${(x * 100).toFixed(1)}%`;
     const httpNames = ROWS.filter((r) => HTTP_ROWS.has(r));
     rows = httpNames.length ? await requestRows(httpNames) : new Map();
     if (ROWS.includes('switch')) result.perSwitchNs = { 'context-switches': await switchCost('context-switches'), sched_switch: await switchCost('sched_switch') };
-    if (ROWS.includes('sample')) result.perSampleNs = await sampleCost();
+    if (ROWS.includes('sample')) result.perSampleNs = { all: await sampleCost('all'), main: await sampleCost('main') };
   } finally {
     if (stats !== null) fs.writeFileSync(STATS, stats);
   }
@@ -190,8 +194,8 @@ const pct = (x) => `${(x * 100).toFixed(1)}%`;
   if (result.perSwitchNs) {
     for (const [ev, ns] of Object.entries(result.perSwitchNs)) console.log(`\noff-CPU stacks (offCpuEvent ${ev}): +${ns.toFixed(0)} ns per switch of the main thread (median of ${ROUNDS} pairs)`);
   }
-  if (result.perSampleNs !== undefined) {
-    console.log(`CPU samples: +${result.perSampleNs.toFixed(0)} ns of CPU per sample (median of ${ROUNDS} pairs at 997 Hz): at 99 Hz, ${((result.perSampleNs * 99) / 1e7).toFixed(3)}% of a busy CPU`);
+  for (const [threads, ns] of Object.entries(result.perSampleNs ?? {})) {
+    console.log(`CPU samples (threads: '${threads}'): +${ns.toFixed(0)} ns of CPU per sample (median of ${ROUNDS} pairs at 997 Hz): at 99 Hz, ${((ns * 99) / 1e7).toFixed(3)}% of a busy CPU`);
   }
   console.log(result.loadavg);
 })();

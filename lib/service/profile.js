@@ -131,16 +131,19 @@ function checkOptions(options) {
   if (options !== undefined && (options === null || typeof options !== 'object')) {
     throw codedError('ERR_INVALID_ARG_TYPE', `profile(options): options must be an object, got ${options}`);
   }
-  const known = ['frequency', 'offCpu', 'offCpuEvent', 'minOffCpu', 'idle', 'preempted', 'maxSeconds', 'v8'];
+  const known = ['frequency', 'threads', 'offCpu', 'offCpuEvent', 'minOffCpu', 'idle', 'preempted', 'maxSeconds', 'v8'];
   const unknown = Object.keys(options ?? {}).filter((k) => !known.includes(k));
   if (unknown.length) throw codedError('ERR_BPF_UNKNOWN_NAME', `profile(): no option named ${unknown.join(', ')}; the options are ${known.join(', ')}`);
-  const o = { frequency: DEFAULT_FREQUENCY, offCpu: true, offCpuEvent: undefined, minOffCpu: 0.001, idle: false, preempted: false, maxSeconds: DEFAULT_MAX_SECONDS, v8: true, ...options };
+  const o = { frequency: DEFAULT_FREQUENCY, threads: 'all', offCpu: true, offCpuEvent: undefined, minOffCpu: 0.001, idle: false, preempted: false, maxSeconds: DEFAULT_MAX_SECONDS, v8: true, ...options };
   if (o.offCpuEvent === undefined) o.offCpuEvent = defaultOffCpuEvent();
   if (!OFF_CPU_EVENTS.includes(o.offCpuEvent)) {
     throw codedError('ERR_BPF_INVALID_VALUE', `profile(): offCpuEvent is what runs the off-CPU program, ${OFF_CPU_EVENTS.map((e) => `'${e}'`).join(' or ')} (default: the first where it works), got ${o.offCpuEvent}`);
   }
   if (typeof o.frequency !== 'number' || !Number.isInteger(o.frequency) || o.frequency < 1 || o.frequency > MAX_FREQUENCY) {
     throw codedError('ERR_BPF_INVALID_VALUE', `profile(): frequency is samples per second per CPU, an integer from 1 to ${MAX_FREQUENCY} (default ${DEFAULT_FREQUENCY}), got ${o.frequency}`);
+  }
+  if (o.threads !== 'all' && o.threads !== 'main') {
+    throw codedError('ERR_BPF_INVALID_VALUE', `profile(): threads is the threads CPU samples are taken of, 'all' (default: a cpu-clock event on every CPU) or 'main' (one event that follows the main thread), got ${o.threads}`);
   }
   if (typeof o.minOffCpu !== 'number' || !(o.minOffCpu >= 0 && o.minOffCpu <= 60)) {
     throw codedError('ERR_BPF_INVALID_VALUE', `profile(): minOffCpu is the shortest off-CPU interval counted, in seconds (0 to 60, default 0.001), got ${o.minOffCpu}`);
@@ -293,7 +296,8 @@ class Profiler {
       startNs = BigInt(Date.now()) * 1000000n;
       startHr = process.hrtime.bigint();
       // every CPU, filtered in the kernel: a perf event for a pid samples only its main thread
-      links.push(obj.attachPerfEvent('handle_sample', { event: 'cpu-clock', period: periodNs }));
+      // (threads: 'main': one event that follows the main thread, pid its tid here, on whichever CPU)
+      links.push(obj.attachPerfEvent('handle_sample', { event: 'cpu-clock', period: periodNs, ...(this.#options.threads === 'main' && { pid: process.pid }) }));
       const switches = this.#options.offCpu && this.#options.offCpuEvent === 'context-switches';
       if (switches) {
         // no interval open from an earlier window (one that ended by an error)
@@ -470,7 +474,7 @@ class Profiler {
     obj.setGlobalVariable('preempted_count', 0n);
     obj.setGlobalVariable('preempted_ns', 0n);
     const notes = [
-      `node-libbpf profile of pid ${process.pid} (${process.title}, node ${process.version}): cpu-clock at ${this.#options.frequency} Hz on every CPU; off-CPU: the main thread (${this.#options.offCpuEvent}), intervals of ${this.#options.minOffCpu * 1000} ms or more${this.#options.idle ? '' : ', idle epoll waits left out'}${this.#options.preempted ? '' : ', preempted ones without stacks'}`,
+      `node-libbpf profile of pid ${process.pid} (${process.title}, node ${process.version}): cpu-clock at ${this.#options.frequency} Hz ${this.#options.threads === 'main' ? 'of the main thread' : 'on every CPU'}; off-CPU: the main thread (${this.#options.offCpuEvent}), intervals of ${this.#options.minOffCpu * 1000} ms or more${this.#options.idle ? '' : ', idle epoll waits left out'}${this.#options.preempted ? '' : ', preempted ones without stacks'}`,
     ];
     if (preempted) notes.push(`the main thread was preempted (runnable, waiting for a CPU) ${preempted.count} times for ${this.#options.minOffCpu * 1000} ms or more, ${(preempted.ns / 1e6).toFixed(1)} ms in all: not by stack (profile({ preempted: true }) walks them)`);
     if (this.#v8Error) notes.push(`JavaScript frames are not named from V8's data: ${this.#v8Error.message}`);
