@@ -501,7 +501,7 @@ export interface ProfileOptions {
   threads?: 'all' | 'main'
   /** Whether the main thread's preempted intervals (runnable, waiting for a CPU) are recorded by stack (default false: a stack walk at every preemption; only their count and time, in the window's `preempted` and its notes). */
   preempted?: boolean
-  /** What runs the off-CPU program: 'context-switches', a perf event of the main thread alone (its own switches only; needs CONFIG_SCHED_INFO and the profiler on the main thread), or 'sched_switch', the tracepoint (every switch of the machine). Default: the first where it works. */
+  /** What runs the off-CPU program: 'sched_switch' (default), the tracepoint (every switch of the machine), or 'context-switches', a perf event of the main thread alone (its own switches only, each paying perf's per-task context switch: the cheaper where the machine switches ~10x as often as the main thread; needs CONFIG_SCHED_INFO and the profiler on the main thread). */
   offCpuEvent?: 'context-switches' | 'sched_switch'
   /** The longest window, in seconds (default 300). */
   maxSeconds?: number

@@ -244,7 +244,7 @@ describe('off CPU: the main thread\'s own switches', { skip }, () => {
   });
 
   test('offCpuEvent: anything else is ERR_BPF_INVALID_VALUE naming the two', () => {
-    assert.throws(() => bpf.profile({ offCpuEvent: 'sched-switch' }), { code: 'ERR_BPF_INVALID_VALUE', message: /offCpuEvent .*'context-switches' or 'sched_switch'/ });
+    assert.throws(() => bpf.profile({ offCpuEvent: 'sched-switch' }), { code: 'ERR_BPF_INVALID_VALUE', message: /offCpuEvent .*'sched_switch' or 'context-switches'/ });
   });
 });
 

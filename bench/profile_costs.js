@@ -9,11 +9,12 @@
 //          the main-thread time of each pull. The rows:
 //            none             no profiler (the noise)
 //            pprof            @datadog/pprof's time profiler at 100 Hz (V8's CpuProfiler)
-//            99               bpf.profile(): 99 Hz, off-CPU stacks on (the default)
+//            99               bpf.profile(): 99 Hz, off-CPU stacks on (the default:
+//                             the sched_switch tracepoint, preempted intervals counted, not walked)
 //            99-nooff         99 Hz, offCpu: false
 //            19, 19-nooff     19 Hz, off-CPU on and off
-//            99-sched_switch  99 Hz, off-CPU from the sched_switch tracepoint
-//                             (offCpuEvent: 'sched_switch', the way before)
+//            99-context-switches  99 Hz, off-CPU from a context-switches
+//                             perf event of the main thread (offCpuEvent)
 //            99-preempted     99 Hz, preempted intervals by stack too
 //                             (preempted: true, the way before)
 //            99-main          99 Hz, CPU samples of the main thread only
@@ -51,7 +52,7 @@ const HTTP_ROWS = new Map([
   ['99-nooff', 'bpf:{"offCpu":false}'],
   ['19', 'bpf:{"frequency":19}'],
   ['19-nooff', 'bpf:{"frequency":19,"offCpu":false}'],
-  ['99-sched_switch', 'bpf:{"offCpuEvent":"sched_switch"}'],
+  ['99-context-switches', 'bpf:{"offCpuEvent":"context-switches"}'],
   ['99-preempted', 'bpf:{"preempted":true}'],
   ['99-main', 'bpf:{"threads":"main"}'],
 ]);

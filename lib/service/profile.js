@@ -116,15 +116,22 @@ function checkSeconds(seconds, max, what) {
 }
 
 /**
- * What runs the off-CPU program (bpf/profile.bpf.c): 'context-switches', a
- * perf event of the main thread alone (it runs on that thread's switches
- * only), needs the kernel's sched_info (CONFIG_SCHED_INFO: /proc/PID/schedstat)
- * and the profiler on the main thread (which makes a switch at each
- * window's end to count the last interval); else 'sched_switch', the
- * tracepoint, which runs on every switch of every task of the machine.
+ * What runs the off-CPU program (bpf/profile.bpf.c): 'sched_switch', the
+ * tracepoint, runs on every switch of every task of the machine (~0.3 µs
+ * each on the 2-vCPU VM of docs/performance.md); 'context-switches', a perf
+ * event of the main thread alone, runs on that thread's switches only but
+ * makes each of them pay perf's per-task context switch (~2.7 µs per switch
+ * out and back in there): the cheaper where the machine switches more than
+ * ~10 times as often as the main thread (many busy CPUs), not on a small
+ * host whose main thread switches at every request. It needs the kernel's
+ * sched_info (CONFIG_SCHED_INFO: /proc/PID/schedstat) and the profiler on
+ * the main thread (which makes a switch at each window's end to count the
+ * last interval). The default: 'sched_switch'.
  */
-function defaultOffCpuEvent() {
-  return isMainThread && fs.existsSync(`/proc/${process.pid}/schedstat`) ? 'context-switches' : 'sched_switch';
+function checkOffCpuEvent(event) {
+  if (event !== 'context-switches') return;
+  if (!isMainThread) throw codedError('ERR_BPF_NOT_SUPPORTED', "profile({ offCpuEvent: 'context-switches' }): the profiler must run on the main thread (it ends each window with a switch of that thread); use 'sched_switch' in a worker");
+  if (!fs.existsSync(`/proc/${process.pid}/schedstat`)) throw codedError('ERR_BPF_NOT_SUPPORTED', "profile({ offCpuEvent: 'context-switches' }): this kernel keeps no sched_info (no /proc/PID/schedstat: CONFIG_SCHED_INFO is off); use 'sched_switch'");
 }
 
 function checkOptions(options) {
@@ -134,11 +141,11 @@ function checkOptions(options) {
   const known = ['frequency', 'threads', 'offCpu', 'offCpuEvent', 'minOffCpu', 'idle', 'preempted', 'maxSeconds', 'v8'];
   const unknown = Object.keys(options ?? {}).filter((k) => !known.includes(k));
   if (unknown.length) throw codedError('ERR_BPF_UNKNOWN_NAME', `profile(): no option named ${unknown.join(', ')}; the options are ${known.join(', ')}`);
-  const o = { frequency: DEFAULT_FREQUENCY, threads: 'all', offCpu: true, offCpuEvent: undefined, minOffCpu: 0.001, idle: false, preempted: false, maxSeconds: DEFAULT_MAX_SECONDS, v8: true, ...options };
-  if (o.offCpuEvent === undefined) o.offCpuEvent = defaultOffCpuEvent();
+  const o = { frequency: DEFAULT_FREQUENCY, threads: 'all', offCpu: true, offCpuEvent: 'sched_switch', minOffCpu: 0.001, idle: false, preempted: false, maxSeconds: DEFAULT_MAX_SECONDS, v8: true, ...options };
   if (!OFF_CPU_EVENTS.includes(o.offCpuEvent)) {
-    throw codedError('ERR_BPF_INVALID_VALUE', `profile(): offCpuEvent is what runs the off-CPU program, ${OFF_CPU_EVENTS.map((e) => `'${e}'`).join(' or ')} (default: the first where it works), got ${o.offCpuEvent}`);
+    throw codedError('ERR_BPF_INVALID_VALUE', `profile(): offCpuEvent is what runs the off-CPU program, ${OFF_CPU_EVENTS.map((e) => `'${e}'`).join(' or ')} (default 'sched_switch'), got ${o.offCpuEvent}`);
   }
+  if (o.offCpu) checkOffCpuEvent(o.offCpuEvent);
   if (typeof o.frequency !== 'number' || !Number.isInteger(o.frequency) || o.frequency < 1 || o.frequency > MAX_FREQUENCY) {
     throw codedError('ERR_BPF_INVALID_VALUE', `profile(): frequency is samples per second per CPU, an integer from 1 to ${MAX_FREQUENCY} (default ${DEFAULT_FREQUENCY}), got ${o.frequency}`);
   }
@@ -667,7 +674,7 @@ class Profiler {
   }
 }
 
-const OFF_CPU_EVENTS = ['context-switches', 'sched_switch'];
+const OFF_CPU_EVENTS = ['sched_switch', 'context-switches'];
 const FLUSH_WORD = new Int32Array(new SharedArrayBuffer(4));
 // (sched_switch's stacks are taken in the tracepoint; handle_switch's in perf's switch-out hook)
 const TRACING_FRAME = /^(bpf_prog_|bpf_trace_run|__traceiter_|__bpf_trace_|bpf_dispatcher|perf_event_task_sched_out|__perf_event_task_sched_out|___perf_sw_event|__perf_sw_event_sched|perf_swevent_|perf_event_output|bpf_overflow_handler|__perf_event_overflow|perf_trace_run_bpf_submit)/;
