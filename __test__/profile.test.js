@@ -166,7 +166,7 @@ describe("threads: 'main'", { skip }, () => {
     assert.ok(r.samples > 50, `${r.samples} samples`);
     assert.deepEqual(r.threads.map((t) => t.split(':')[0]), ['main'], r.threads.join(', '));
     assert.match(pprof(['-top', '-nodecount=200'], path.join(dir, 'cpu.pb.gz')), /\shotLoop$/m);
-    assert.throws(() => bpf.profile({ threads: 'workers' }), { code: 'ERR_BPF_INVALID_VALUE', message: /threads .*'all'.*'main'/ });
+    assert.throws(() => bpf.profile(/** @type {any} */ ({ threads: 'workers' })), { code: 'ERR_BPF_INVALID_VALUE', message: /threads .*'all'.*'main'/ });
   });
 });
 
@@ -244,7 +244,7 @@ describe('off CPU: the main thread\'s own switches', { skip }, () => {
   });
 
   test('offCpuEvent: anything else is ERR_BPF_INVALID_VALUE naming the two', () => {
-    assert.throws(() => bpf.profile({ offCpuEvent: 'sched-switch' }), { code: 'ERR_BPF_INVALID_VALUE', message: /offCpuEvent .*'sched_switch' or 'context-switches'/ });
+    assert.throws(() => bpf.profile(/** @type {any} */ ({ offCpuEvent: 'sched-switch' })), { code: 'ERR_BPF_INVALID_VALUE', message: /offCpuEvent .*'sched_switch' or 'context-switches'/ });
   });
 });
 
