@@ -29,6 +29,15 @@
 //          off-CPU stacks' cost per switch of the main thread (a lower
 //          bound: the scheduler may charge some of it to the next task;
 //          wall time was below the noise here), for each offCpuEvent
+//   switches: what running a program at context switches costs, on a C
+//          pipe ping-pong pinned to one CPU (bench/pingpong.c, 100,000
+//          round trips), CPU time per switch, ROUNDS rounds of each in
+//          turn: nothing; the sched_switch tracepoint with the profile's
+//          first test, one of the pair its target (every switch runs it);
+//          a context-switches perf event of one of the pair (its switches
+//          only, each with perf's per-task context switch); the same event
+//          on this process's idle main thread (what it costs the others).
+//          Programs with no work (bench/switch_costs.bpf.c): the dispatch
 //   sample: a loop's own CPU time at 997 Hz against unprofiled, paired,
 //          per sample taken (CPU time: others' load barely moves it), for
 //          threads 'all' (an event per CPU) and 'main' (one that follows it)
@@ -56,7 +65,7 @@ const HTTP_ROWS = new Map([
   ['99-preempted', 'bpf:{"preempted":true}'],
   ['99-main', 'bpf:{"threads":"main"}'],
 ]);
-const OTHER_ROWS = ['switch', 'sample'];
+const OTHER_ROWS = ['switch', 'switches', 'sample'];
 const ROWS = argv.includes('--rows') ? argv[argv.indexOf('--rows') + 1].split(',') : argv.includes('--no-http') ? OTHER_ROWS : [...HTTP_ROWS.keys(), ...OTHER_ROWS];
 for (const r of ROWS) if (!HTTP_ROWS.has(r) && !OTHER_ROWS.includes(r)) throw new Error(`--rows: no row ${r}; the rows are ${[...HTTP_ROWS.keys(), ...OTHER_ROWS].join(', ')}`);
 const STATS = '/proc/sys/kernel/bpf_stats_enabled';
@@ -138,6 +147,38 @@ async function sampleCost(threads) {
   return median(perSample);
 }
 
+/** The switches row: { variant: [first quartile, median] of CPU ns per switch }. */
+async function switchesCost() {
+  const { buildAll, built } = require('./harness/build');
+  const { loadBpfProgram } = require('../lib/core/object');
+  buildAll();
+  const once = (attach) =>
+    new Promise((resolve, reject) => {
+      const child = require('node:child_process').spawn(built('pingpong'), ['100000', '0', '300'], { stdio: ['ignore', 'pipe', 'inherit'] });
+      const obj = loadBpfProgram(built('switch_costs.bpf.o'));
+      obj.setGlobalVariable('target_pid', child.pid);
+      obj.load();
+      const links = attach(obj, child.pid);
+      let out = '';
+      child.stdout.on('data', (d) => (out += d));
+      child.on('exit', (code) => {
+        for (const l of links) l.detach();
+        obj.close();
+        if (code === 0) resolve(JSON.parse(out).cpuNsPerSwitch);
+        else reject(new Error(`pingpong exited ${code}`));
+      });
+    });
+  const variants = {
+    nothing: () => [],
+    'sched_switch (first test)': (obj) => [obj.attach('first_test')],
+    'context-switches event of one of the pair': (obj, pid) => [obj.attachPerfEvent('own_switch', { event: 'context-switches', period: 1, pid })],
+    'context-switches event of an idle thread': (obj) => [obj.attachPerfEvent('own_switch', { event: 'context-switches', period: 1, pid: process.pid })],
+  };
+  const runs = Object.fromEntries(Object.keys(variants).map((k) => [k, []]));
+  for (let i = 0; i < ROUNDS; i++) for (const [k, attach] of Object.entries(variants)) runs[k].push(await once(attach));
+  return Object.fromEntries(Object.entries(runs).map(([k, xs]) => [k, [quartiles(xs)[0], quartiles(xs)[1]]]));
+}
+
 async function switchCost(offCpuEvent) {
   const profiler = bpf.profile({ minOffCpu: 0, offCpuEvent });
   const d = [];
@@ -168,6 +209,7 @@ const pct = (x) => `${(x * 100).toFixed(1)}%`;
     const httpNames = ROWS.filter((r) => HTTP_ROWS.has(r));
     rows = httpNames.length ? await requestRows(httpNames) : new Map();
     if (ROWS.includes('switch')) result.perSwitchNs = { 'context-switches': await switchCost('context-switches'), sched_switch: await switchCost('sched_switch') };
+    if (ROWS.includes('switches')) result.switches = await switchesCost();
     if (ROWS.includes('sample')) result.perSampleNs = { all: await sampleCost('all'), main: await sampleCost('main') };
   } finally {
     if (stats !== null) fs.writeFileSync(STATS, stats);
@@ -194,6 +236,12 @@ const pct = (x) => `${(x * 100).toFixed(1)}%`;
   }
   if (result.perSwitchNs) {
     for (const [ev, ns] of Object.entries(result.perSwitchNs)) console.log(`\noff-CPU stacks (offCpuEvent ${ev}): +${ns.toFixed(0)} ns per switch of the main thread (median of ${ROUNDS} pairs)`);
+  }
+  if (result.switches) {
+    console.log(`\n| a C pipe ping-pong on one CPU (${ROUNDS} rounds) | CPU ns per switch, first quartile; median | added (median) |`);
+    console.log('|---|---:|---:|');
+    const base = result.switches.nothing[1];
+    for (const [k, [q1, m]] of Object.entries(result.switches)) console.log(`| ${k} | ${q1.toFixed(0)}; ${m.toFixed(0)} | ${k === 'nothing' ? '' : `${(m - base).toFixed(0)} ns`} |`);
   }
   for (const [threads, ns] of Object.entries(result.perSampleNs ?? {})) {
     console.log(`CPU samples (threads: '${threads}'): +${ns.toFixed(0)} ns of CPU per sample (median of ${ROUNDS} pairs at 997 Hz): at 99 Hz, ${((ns * 99) / 1e7).toFixed(3)}% of a busy CPU`);
