@@ -243,6 +243,15 @@ describe('off CPU: the main thread\'s own switches', { skip }, () => {
     }
   });
 
+  test("context-switches: closed during a window, the window rejects with ERR_BPF_CLOSED and nothing is left attached", async () => {
+    const p = bpf.profile({ offCpuEvent: 'context-switches' });
+    const w = p.collect({ seconds: 5 });
+    await new Promise((r) => setTimeout(r, 100));
+    p.close();
+    await assert.rejects(w, { code: 'ERR_BPF_CLOSED' });
+    assert.ok(p.closed);
+  });
+
   test('offCpuEvent: anything else is ERR_BPF_INVALID_VALUE naming the two', () => {
     assert.throws(() => bpf.profile(/** @type {any} */ ({ offCpuEvent: 'sched-switch' })), { code: 'ERR_BPF_INVALID_VALUE', message: /offCpuEvent .*'sched_switch' or 'context-switches'/ });
   });

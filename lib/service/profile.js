@@ -327,7 +327,7 @@ class Profiler {
       });
       this.#abort = null;
       // the interval the main thread came back from last is counted at its next switch: one now
-      if (switches) this.#flushOffCpu();
+      if (switches && !this.closed) this.#flushOffCpu();
       for (const link of links.splice(0)) link.detach();
       // the perf map as the samples saw it: what is written from here on came after them
       this.#symbolizer.endWindow([process.pid]);
