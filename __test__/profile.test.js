@@ -243,7 +243,7 @@ describe('off CPU: the main thread\'s own switches', { skip }, () => {
     }
   });
 
-  test("context-switches: closed during a window, the window rejects with ERR_BPF_CLOSED and nothing is left attached", async () => {
+  test("context-switches: closed during a window, the window rejects with ERR_BPF_CLOSED (no end-of-window switch on a closed object)", async () => {
     const p = bpf.profile({ offCpuEvent: 'context-switches' });
     const w = p.collect({ seconds: 5 });
     await new Promise((r) => setTimeout(r, 100));
