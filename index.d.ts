@@ -497,6 +497,12 @@ export interface ProfileOptions {
   minOffCpu?: number
   /** Whether the event loop's idle epoll waits count as off-CPU time (default false). */
   idle?: boolean
+  /** The threads CPU samples are taken of: 'all' (default: a cpu-clock event on every CPU, filtered to this process) or 'main' (one event that follows the main thread: no timer on the CPUs it is not on). */
+  threads?: 'all' | 'main'
+  /** Whether the main thread's preempted intervals (runnable, waiting for a CPU) are recorded by stack (default false: a stack walk at every preemption; only their count and time, in the window's `preempted` and its notes). */
+  preempted?: boolean
+  /** What runs the off-CPU program: 'sched_switch' (default), the tracepoint (every switch of the machine), or 'context-switches', a perf event of the main thread alone (its own switches only, each paying perf's per-task context switch: the cheaper where the machine switches ~10x as often as the main thread; needs CONFIG_SCHED_INFO and the profiler on the main thread). */
+  offCpuEvent?: 'context-switches' | 'sched_switch'
   /** The longest window, in seconds (default 300). */
   maxSeconds?: number
   /** Whether JavaScript frames are walked in the kernel and named from V8's own data, no node flags needed (default true); false: from the perf map alone. */
@@ -547,6 +553,8 @@ export declare class ProfileWindow {
   /** Whether this process has a perf map (JavaScript names). */
   perfMap: boolean
   dropped: { samples: number; offCpu: number }
+  /** (preempted: false) The main thread's preempted intervals of minOffCpu or more, counted without their stacks: how many, and their time in ns. */
+  preempted?: { count: number; ns: number }
   /** What the profile's comments say (pprof `comment`). */
   notes: string[]
   cpu: ProfileStack[]

@@ -11,6 +11,7 @@ const fs = require('node:fs');
 const path = require('node:path');
 const { bpf, getppidLoop, startExample, throwsCode, waitFor } = require('./helpers');
 const { objectPath } = require('../lib/core/objects');
+const { chooseThreadStorage } = require('../lib/core/compat');
 const { cgroupV2Root, resolveCgroup, parseContainer, CgroupNames, containerLabel, configureCgroup } = require('../lib/host/cgroup');
 const { perfMapPath, namespacePid } = require('../lib/host/procfs');
 
@@ -182,6 +183,7 @@ describe('the tools with --cgroup and --per-container', { skip, timeout: 4 * TIM
       const trace = (dir, walk) => {
         const obj = bpf.loadBpfProgram(objectPath('file_io'));
         tracers.push(obj);
+        chooseThreadStorage(obj); // (5.10 has no task storage: the tools choose so too)
         configureCgroup(obj, { cgroup: resolveCgroup(dir) });
         if (walk) obj.setGlobalVariable('cgroup_walk', true);
         for (const [name, prog] of Object.entries(obj.programs)) {

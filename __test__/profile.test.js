@@ -159,6 +159,17 @@ describe("issue 23's inlining case (Maglev inlines hotLoopX into processImmediat
   }
 });
 
+describe("threads: 'main'", { skip }, () => {
+  test('one event that follows the main thread: every CPU sample is the main thread\'s, hotLoop among them', () => {
+    const dir = fs.mkdtempSync(path.join(tmp, 'main-'));
+    const r = service(['cpu', dir], { options: { threads: 'main' } });
+    assert.ok(r.samples > 50, `${r.samples} samples`);
+    assert.deepEqual(r.threads.map((t) => t.split(':')[0]), ['main'], r.threads.join(', '));
+    assert.match(pprof(['-top', '-nodecount=200'], path.join(dir, 'cpu.pb.gz')), /\shotLoop$/m);
+    assert.throws(() => bpf.profile(/** @type {any} */ ({ threads: 'workers' })), { code: 'ERR_BPF_INVALID_VALUE', message: /threads .*'all'.*'main'/ });
+  });
+});
+
 describe('without a perf map', { skip }, () => {
   test('without V8\'s data either (v8: false), JIT frames say how to get their names, and so does the comment; no bare address', () => {
     const dir = fs.mkdtempSync(path.join(tmp, 'nomap-'));
@@ -190,6 +201,59 @@ describe('off CPU', { skip }, () => {
     }
     const total = waits.reduce((sum, t) => sum + t.value, 0);
     assert.ok(Math.abs(total - B * 50) <= B * 50 * 0.1, `${total} ms blocked in waitHere, expected ${B * 50} +- 10%`);
+  });
+});
+
+describe('off CPU: the main thread\'s own switches', { skip }, () => {
+  test('context-switches (a perf event of the main thread) counts what sched_switch (every switch) counts: 8 blocks of 127 ms, the last ending the window', () => {
+    const B = 8;
+    const MS = 127;
+    const runs = ['context-switches', 'sched_switch'].map((offCpuEvent) => {
+      const r = service(['offcpu', fs.mkdtempSync(path.join(tmp, 'offev-')), String(B), String(MS)], { options: { offCpuEvent } });
+      assert.equal(r.event, offCpuEvent);
+      assert.equal(r.blocks, B);
+      return r;
+    });
+    for (const r of runs) {
+      // each block once, blocked, its own length (the sleep's timer slack and wake-up: at most 10%)
+      assert.equal(r.waits.count, B, `${r.event}: ${JSON.stringify(r)}`);
+      assert.deepEqual(r.waits.states, ['blocked'], r.event);
+      assert.ok(r.waits.ns >= B * MS * 1e6 && r.waits.ns <= B * MS * 1e6 * 1.1, `${r.event}: ${r.waits.ns / 1e6} ms blocked in waitHere, expected ${B * MS} ms to +10%`);
+    }
+    // the same intervals: within 1% of each other (their clocks: the run queue's against bpf_ktime_get_ns)
+    const [a, b] = runs.map((r) => r.waits.ns);
+    assert.ok(Math.abs(a - b) <= 0.01 * b, `context-switches ${a / 1e6} ms, sched_switch ${b / 1e6} ms`);
+  });
+
+  test('preempted: counted without stacks by default (count and time), by stack with preempted: true; a CPU hog on the same CPU preempts the main thread', () => {
+    const hog = spawn('taskset', ['-c', '0', process.execPath, '-e', 'for (;;);'], { stdio: 'ignore' });
+    try {
+      for (const event of ['context-switches', 'sched_switch']) {
+        const prefix = ['taskset', '-c', '0'];
+        const plain = service(['busy', tmp], { prefix, options: { offCpuEvent: event, minOffCpu: 0.0005 } });
+        assert.equal(plain.states.preempted, undefined, `${event}: no preempted stacks by default: ${JSON.stringify(plain)}`);
+        assert.ok(plain.preempted.count >= 5 && plain.preempted.ns >= plain.preempted.count * 0.0005e9, `${event}: preempted ${JSON.stringify(plain.preempted)}`);
+        assert.match(plain.notes.join('\n'), /preempted .* \d+ times/);
+        const walked = service(['busy', tmp], { prefix, options: { offCpuEvent: event, minOffCpu: 0.0005, preempted: true } });
+        assert.equal(walked.preempted, null);
+        assert.ok(walked.states.preempted?.count >= 5, `${event}: preempted stacks with preempted: true: ${JSON.stringify(walked)}`);
+      }
+    } finally {
+      hog.kill();
+    }
+  });
+
+  test("context-switches: closed during a window, the window rejects with ERR_BPF_CLOSED (no end-of-window switch on a closed object)", async () => {
+    const p = bpf.profile({ offCpuEvent: 'context-switches' });
+    const w = p.collect({ seconds: 5 });
+    await new Promise((r) => setTimeout(r, 100));
+    p.close();
+    await assert.rejects(w, { code: 'ERR_BPF_CLOSED' });
+    assert.ok(p.closed);
+  });
+
+  test('offCpuEvent: anything else is ERR_BPF_INVALID_VALUE naming the two', () => {
+    assert.throws(() => bpf.profile(/** @type {any} */ ({ offCpuEvent: 'sched-switch' })), { code: 'ERR_BPF_INVALID_VALUE', message: /offCpuEvent .*'sched_switch' or 'context-switches'/ });
   });
 });
 

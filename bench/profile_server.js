@@ -1,13 +1,22 @@
 'use strict';
-// The profile row's server: bench/harness/hello_server.js's server,
-// profiling itself (run with --perf-basic-prof). On a line "ROUNDS" on
-// stdin it makes a profiler, then ROUNDS times runs a window for a second
-// and none for a second, printing {"t", "on"} at each switch; after each
-// window (after its {"on": false}) it names the stacks and encodes both
-// pprofs on the main thread, timing that (a pull's main-thread time; the first pull also reads node's
-// symbols). Then prints {"done", "pullMs": [...], "samples": [...]}.
+// The profile rows' server: bench/harness/hello_server.js's server,
+// profiling itself (run with --perf-basic-prof). On a line "ROUNDS ROW" on
+// stdin it starts ROW's profiler, then ROUNDS times runs a window for a
+// second and none for a second, printing {"t", "on"} at each switch; after
+// each window (after its {"on": false}) it makes that window's profile on
+// the main thread, timing that (a pull's main-thread time; the first pull
+// also reads node's symbols). Then prints {"done", "row", "pullMs",
+// "samples", "programs"} and waits for the next line. ROW is one of
+//   none          no profiler: windows that do nothing (the noise)
+//   pprof         @datadog/pprof's time profiler at 100 Hz (V8's
+//                 CpuProfiler), its profile encoded as the pull
+//   bpf:OPTIONS   bpf.profile(OPTIONS as JSON), both pprofs encoded
+// "programs": per BPF program of this process (by name), its runs and
+// run time over the windows (the kernel counts them only while the sysctl
+// kernel.bpf_stats_enabled is 1), read from /proc/self/fdinfo.
 const fs = require('node:fs');
 const readline = require('node:readline');
+const { execFileSync } = require('node:child_process');
 const bpf = require('..');
 const { helloServer } = require('./harness/hello_server');
 
@@ -16,36 +25,98 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 process.on('exit', () => fs.rmSync(`/tmp/perf-${process.pid}.map`, { force: true }));
 const say = (o) => process.stdout.write(`${JSON.stringify(o)}\n`);
 
-async function run(rounds) {
-  // (PROFILE_OPTIONS: bpf.profile()'s options as JSON, to cost a part: {"offCpu": false})
-  const profiler = bpf.profile(JSON.parse(process.env.PROFILE_OPTIONS || '{}'));
+const names = new Map(); // program id -> name
+/** { name: { runs, ns } } of this process's BPF programs now (/proc/self/fdinfo: run_cnt, run_time_ns). */
+function programCounters() {
+  const out = {};
+  for (const fd of fs.readdirSync('/proc/self/fd')) {
+    let link;
+    try {
+      link = fs.readlinkSync(`/proc/self/fd/${fd}`);
+    } catch {
+      continue;
+    }
+    if (link !== 'anon_inode:bpf-prog') continue;
+    const info = Object.fromEntries(fs.readFileSync(`/proc/self/fdinfo/${fd}`, 'utf8').split('\n').map((l) => l.split(/:\s+/)));
+    const id = info.prog_id;
+    if (!names.has(id)) {
+      try {
+        names.set(id, JSON.parse(execFileSync('bpftool', ['-j', 'prog', 'show', 'id', id], { encoding: 'utf8' })).name);
+      } catch {
+        names.set(id, `prog ${id}`);
+      }
+    }
+    const c = (out[names.get(id)] ??= { runs: 0, ns: 0 });
+    c.runs += Number(info.run_cnt ?? 0);
+    c.ns += Number(info.run_time_ns ?? 0);
+  }
+  return out;
+}
+
+/** The row's profiler as { start(), async stop() -> samples }. */
+function profilerOf(row) {
+  if (row === 'none') return { start() {}, async stop() { return 0; }, close() {} };
+  if (row === 'pprof') {
+    const { time, encode } = require('@datadog/pprof');
+    return {
+      start: () => time.start({ intervalMicros: 10_000 }),
+      async stop() {
+        const p = time.stop();
+        await encode(p);
+        return p.sample.reduce((n, s) => n + Number(s.value[0]), 0);
+      },
+      close() {},
+    };
+  }
+  if (!row.startsWith('bpf:')) throw new Error(`row ${row}: none, pprof or bpf:OPTIONS`);
+  const profiler = bpf.profile(JSON.parse(row.slice(4)));
+  let ended;
+  let window;
+  return {
+    start() {
+      ended = new AbortController();
+      window = profiler.collect({ seconds: 60, signal: ended.signal });
+    },
+    async stop() {
+      ended.abort();
+      const w = await window;
+      w.pprof('cpu');
+      w.pprof('offCpu');
+      return w.cpu.reduce((n, s) => n + s.count, 0);
+    },
+    close: () => profiler.close(),
+  };
+}
+
+async function run(rounds, row) {
+  const p = profilerOf(row);
   const pullMs = [];
   const samples = [];
+  const add = (a, b, sign) => Object.fromEntries(Object.keys({ ...a, ...b }).map((k) => [k, { runs: (a[k]?.runs ?? 0) + sign * (b[k]?.runs ?? 0), ns: (a[k]?.ns ?? 0) + sign * (b[k]?.ns ?? 0) }]));
+  let programs = {};
   try {
     for (let i = 0; i < rounds; i++) {
-      const ended = new AbortController();
-      const window = profiler.collect({ seconds: 60, signal: ended.signal });
+      const before = programCounters();
+      p.start();
       say({ t: String(process.hrtime.bigint()), on: true });
       await sleep(1000);
       // the window ends here; the pull's own time (naming, encoding) is timed apart
       say({ t: String(process.hrtime.bigint()), on: false });
       const t = process.hrtime.bigint();
-      ended.abort();
-      const w = await window;
-      w.pprof('cpu');
-      w.pprof('offCpu');
+      samples.push(await p.stop());
       pullMs.push(Number(process.hrtime.bigint() - t) / 1e6);
-      samples.push(w.cpu.reduce((n, s) => n + s.count, 0));
+      programs = add(programs, add(programCounters(), before, -1), 1);
       await sleep(1000);
     }
   } finally {
-    profiler.close();
+    p.close();
   }
-  say({ done: true, pullMs, samples });
+  say({ done: true, row, pullMs, samples, programs });
 }
 
 helloServer(() => {
   readline.createInterface({ input: process.stdin }).on('line', (line) => {
-    run(Number(line.trim())).catch((e) => say({ error: e.message, code: e.code }));
+    const [rounds, row] = line.trim().split(/\s+(.*)/s);
+    run(Number(rounds), row ?? `bpf:${process.env.PROFILE_OPTIONS || '{}'}`).catch((e) => say({ error: e.message, code: e.code }));
   });
 });

@@ -53,6 +53,24 @@ static __always_inline struct pt_regs *current_user_regs(void)
 	return task_user_regs((struct task_struct *)bpf_get_current_task());
 }
 
+/* before 5.14, task_struct's __state was state */
+struct task_struct___state_before_5_14 {
+	long state;
+} __attribute__((preserve_access_index));
+
+/*
+ * Whether a task leaving the CPU stays runnable (TASK_RUNNING): with
+ * sched_switch's preempt, what the kernel counts as an involuntary switch
+ * (nivcsw): a wake-up's preemption taken as the task returns to user space
+ * is a plain schedule() (preempt false) of a running task.
+ */
+static __always_inline bool task_runnable(struct task_struct *task)
+{
+	if (bpf_core_field_exists(task->__state))
+		return BPF_CORE_READ(task, __state) == 0;
+	return BPF_CORE_READ((struct task_struct___state_before_5_14 *)task, state) == 0;
+}
+
 /* the syscall a sleeping task is in, or -1 */
 static __always_inline long task_syscall(struct task_struct *task)
 {

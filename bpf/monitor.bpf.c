@@ -244,6 +244,8 @@ int BPF_PROG(handle_sched_switch, bool preempt, struct task_struct *prev, struct
 	long nr;
 
 	if (prev->pid == target_pid) {
+		/* still runnable: preempted (a wake-up's preemption at the return to user space included) */
+		preempt = preempt || task_runnable(prev);
 		nr = preempt ? -1 : task_syscall(prev);
 		off.reason = preempt ? OFFCPU_PREEMPTED : nr >= 0 && nr < OFFCPU_SYSCALLS ? nr : OFFCPU_OTHER;
 		off.start_ns = bpf_ktime_get_ns();

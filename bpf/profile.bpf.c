@@ -7,8 +7,15 @@
  * CAP_PERFMON, no tracefs.
  *
  *   on CPU: a cpu-clock perf event on every CPU, this process's threads
- *   off CPU: tp_btf sched_switch, the main thread: its stacks as it leaves
- *	the CPU, weighted by how long it stays off
+ *   off CPU: the main thread: its stacks as it leaves the CPU, weighted by
+ *	how long it stays off, from one of
+ *	handle_switch: a context-switches perf event of the main thread
+ *	    alone: runs on its own switches only, as it leaves the CPU; the
+ *	    interval it left before ends at its last arrival on a CPU
+ *	    (sched_info.last_arrival, on the run queue's clock), counted
+ *	    at its next switch (user space makes one at the window's end)
+ *	handle_sched_switch: tp_btf sched_switch: runs on every switch of
+ *	    every task of the machine (where the first needs what it lacks)
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -27,6 +34,9 @@ const volatile __s32 nr_epoll_wait = -1;
 const volatile __s32 nr_epoll_pwait = -1;
 const volatile __s32 nr_epoll_pwait2 = -1;
 const volatile bool offcpu_idle = false;
+/* preempted intervals (runnable, waiting for a CPU) by stack: a walk at every
+ * preemption; else only their count and time (preempted_count, _ns) */
+const volatile bool offcpu_preempted = false;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
@@ -69,12 +79,23 @@ struct {
 /* samples and intervals not counted: their table was full */
 __u64 dropped_samples = 0;
 __u64 dropped_offcpu = 0;
+/* the main thread's preempted intervals when not by stack (offcpu_preempted false) */
+__u64 preempted_count = 0;
+__u64 preempted_ns = 0;
 
-/* the main thread's last switch off the CPU (0: on it, or not counted) */
+/* the main thread's last switch off the CPU */
 struct {
-	__u64 start_ns;
+	__u64 start_ns;		/* when (0: on it, or not counted): bpf_ktime_get_ns() for
+				 * handle_sched_switch, the run queue's clock for handle_switch */
+	__u64 nvcsw, nivcsw;	/* handle_switch: its switch counts then (0: not known) */
+	__u32 walked;		/* key holds its stacks (else: preempted, counted apart) */
 	struct profile_key key;
 } off = {};
+
+/* handle_switch: 1 while user space ends the window: the switch it makes
+ * ends the last interval and starts none; flushed counts those switches */
+__u32 flushing = 0;
+__u64 flushed = 0;
 
 #define SCAN_WORDS 256
 /* a plausible user-space code address */
@@ -190,49 +211,176 @@ int handle_sample(struct bpf_perf_event_data *ctx)
 	return 0;
 }
 
+/* the main thread leaves the CPU: it is current, its stacks are here; ctx is the program's own */
+static __always_inline void leave_cpu(void *ctx, struct task_struct *prev, bool preempt, __u64 now)
+{
+	__u64 chain_fp = 0;
+	struct pt_regs *regs;
+
+	off.key.tid = target_pid;
+	off.key.preempted = preempt;
+	off.key.user_stack = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
+	off.key.kernel_stack = bpf_get_stackid(ctx, &stacks, 0);
+	/* preempted, it was running code with frame pointers (JIT code, node): no chain to recover */
+	off.key.user_chain = preempt ? 0 : recover_chain(prev, &chain_fp);
+	/* JS frames (V8's own data): from the saved registers, else from the recovered chain */
+	regs = task_user_regs(prev);
+	off.key.v8_stack = v8_walk_kregs(target_pid, regs);
+	if (!off.key.v8_stack && chain_fp && regs)
+		off.key.v8_stack = v8_walk(target_pid, PT_REGS_IP_CORE(regs), chain_fp, PT_REGS_SP_CORE(regs));
+	bpf_get_current_comm(off.key.comm, sizeof(off.key.comm));
+	off.walked = 1;
+	off.start_ns = now;
+}
+
+/* the main thread leaves the CPU: its stacks are taken, or (preempted, not by stack) its time only */
+static __always_inline void leave(void *ctx, struct task_struct *prev, bool preempt, __u64 now)
+{
+	if (preempt && !offcpu_preempted) {
+		off.walked = 0;
+		off.start_ns = now;
+		return;
+	}
+	leave_cpu(ctx, prev, preempt, now);
+}
+
+/* the interval off.key started ended after delta ns */
+static __always_inline void count_offcpu(__u64 delta)
+{
+	struct profile_offcpu *v, first = { 1, 0 };
+
+	if (delta < min_offcpu_ns)
+		return;
+	if (!off.walked) {
+		__sync_fetch_and_add(&preempted_count, 1);
+		__sync_fetch_and_add(&preempted_ns, delta);
+		return;
+	}
+	v = bpf_map_lookup_elem(&offcpu, &off.key);
+	if (v) {
+		__sync_fetch_and_add(&v->count, 1);
+		__sync_fetch_and_add(&v->total_ns, delta);
+		return;
+	}
+	first.total_ns = delta;
+	if (bpf_map_update_elem(&offcpu, &off.key, &first, BPF_NOEXIST))
+		__sync_fetch_and_add(&dropped_offcpu, 1);
+}
+
+/* libuv's idle poll: not counted unless offcpu_idle */
+static __always_inline bool idle_poll(struct task_struct *prev, bool preempt)
+{
+	return !offcpu_idle && !preempt && idle_wait(task_syscall(prev));
+}
+
+/*
+ * A context-switches event of the main thread (sample period 1): the kernel
+ * raises it in the thread's own context as the thread leaves the CPU
+ * (perf_event_task_sched_out), so the stacks are its own. The interval
+ * it left before ends at its arrival since (sched_info.last_arrival: set
+ * as it came back, on the run queue's clock, as the start is taken here).
+ */
+/* what handle_switch reads of the thread leaving the CPU */
+struct switch_facts {
+	__u64 clock;	/* its run queue's clock, set as this switch began (0: unknown) */
+	__u64 arrival;	/* sched_info.last_arrival: its last arrival on a CPU, on that clock */
+	__u64 nvcsw, nivcsw;
+};
+
+/* the run queue a task's fair-class queue is on (cfs_rq->rq; or, without group scheduling, the rq it is in) */
+static __always_inline struct rq *cfs_rq_of(struct cfs_rq *cfs)
+{
+	if (bpf_core_field_exists(cfs->rq))
+		return BPF_CORE_READ(cfs, rq);
+	return (void *)cfs - bpf_core_field_offset(struct rq, cfs);
+}
+
+/*
+ * A context-switches event of the main thread (sample period 1): the kernel
+ * raises it in the thread's own context as the thread leaves the CPU
+ * (perf_event_task_sched_out), so the stacks are its own. The interval
+ * it left before ends at its arrival since (sched_info.last_arrival: set
+ * as it came back, on the run queue's clock, as the start is taken here).
+ */
+SEC("perf_event")
+int handle_switch(struct bpf_perf_event_data *ctx)
+{
+	struct switch_facts f = {};
+	struct task_struct *prev;
+	struct cfs_rq *cfs;
+	bool preempt;
+
+	if (HAVE_TASK_PT_REGS) {
+		/* 5.15 on: a trusted pointer, read directly (each CO-RE read below is a helper call) */
+		struct task_struct *t = bpf_get_current_task_btf();
+
+		/* (the event follows the main thread only) */
+		if (t->pid != target_pid)
+			return 0;
+		cfs = t->se.cfs_rq;
+		if (cfs && bpf_core_field_exists(cfs->rq) && cfs->rq)
+			f.clock = cfs->rq->clock;
+		else if (cfs)
+			f.clock = BPF_CORE_READ(cfs_rq_of(cfs), clock);
+		f.arrival = t->sched_info.last_arrival;
+		f.nvcsw = t->nvcsw;
+		f.nivcsw = t->nivcsw;
+		prev = t;
+	} else {
+		prev = (struct task_struct *)bpf_get_current_task();
+		if (BPF_CORE_READ(prev, pid) != target_pid)
+			return 0;
+		cfs = BPF_CORE_READ(prev, se.cfs_rq);
+		if (cfs)
+			f.clock = BPF_CORE_READ(cfs_rq_of(cfs), clock);
+		f.arrival = BPF_CORE_READ(prev, sched_info.last_arrival);
+		f.nvcsw = BPF_CORE_READ(prev, nvcsw);
+		f.nivcsw = BPF_CORE_READ(prev, nivcsw);
+	}
+	if (off.start_ns) {
+		if (f.arrival > off.start_ns && f.arrival <= f.clock)
+			count_offcpu(f.arrival - off.start_ns);
+		off.start_ns = 0;
+	}
+	if (flushing) {
+		__sync_fetch_and_add(&flushed, 1);
+		off.nvcsw = 0;
+		return 0;
+	}
+	/* still runnable (preempted) if this switch was an involuntary one (the kernel's nivcsw) */
+	if (off.nvcsw && f.nvcsw + f.nivcsw == off.nvcsw + off.nivcsw + 1)
+		preempt = f.nivcsw != off.nivcsw;
+	else
+		preempt = task_runnable(prev);
+	off.nvcsw = f.nvcsw;
+	off.nivcsw = f.nivcsw;
+	if (idle_poll(prev, preempt) || !f.clock)
+		return 0;
+	leave(ctx, prev, preempt, f.clock);
+	return 0;
+}
+
 SEC("tp_btf/sched_switch")
 int BPF_PROG(handle_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
-	struct profile_offcpu *v, first = { 1, 0 };
-	__u64 delta, chain_fp = 0;
-	struct pt_regs *regs;
+	__u64 delta;
 
+	/* every switch of the machine: the cheapest test first (two loads from the arguments) */
 	if (prev->pid == target_pid) {
-		/* the main thread leaves the CPU: it is current, its stacks are here */
-		if (!offcpu_idle && !preempt && idle_wait(task_syscall(prev))) {
+		/* still runnable, as the kernel counts it (nivcsw): preempted, or leaving while TASK_RUNNING
+		 * (a wake-up's preemption, taken as it returns to user space, is a plain schedule()) */
+		preempt = preempt || task_runnable(prev);
+		if (idle_poll(prev, preempt))
 			off.start_ns = 0;
-			return 0;
-		}
-		off.key.tid = target_pid;
-		off.key.preempted = preempt;
-		off.key.user_stack = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
-		off.key.kernel_stack = bpf_get_stackid(ctx, &stacks, 0);
-		/* preempted, it was running code with frame pointers (JIT code, node): no chain to recover */
-		off.key.user_chain = preempt ? 0 : recover_chain(prev, &chain_fp);
-		/* JS frames (V8's own data): from the saved registers, else from the recovered chain */
-		regs = task_user_regs(prev);
-		off.key.v8_stack = v8_walk_kregs(target_pid, regs);
-		if (!off.key.v8_stack && chain_fp && regs)
-			off.key.v8_stack = v8_walk(target_pid, PT_REGS_IP_CORE(regs), chain_fp, PT_REGS_SP_CORE(regs));
-		bpf_get_current_comm(off.key.comm, sizeof(off.key.comm));
-		off.start_ns = bpf_ktime_get_ns();
+		else
+			leave(ctx, prev, preempt, bpf_ktime_get_ns());
 		return 0;
 	}
 	if (next->pid != target_pid || !off.start_ns)
 		return 0;
 	delta = bpf_ktime_get_ns() - off.start_ns;
 	off.start_ns = 0;
-	if (delta < min_offcpu_ns)
-		return 0;
-	v = bpf_map_lookup_elem(&offcpu, &off.key);
-	if (v) {
-		__sync_fetch_and_add(&v->count, 1);
-		__sync_fetch_and_add(&v->total_ns, delta);
-		return 0;
-	}
-	first.total_ns = delta;
-	if (bpf_map_update_elem(&offcpu, &off.key, &first, BPF_NOEXIST))
-		__sync_fetch_and_add(&dropped_offcpu, 1);
+	count_offcpu(delta);
 	return 0;
 }
 

@@ -5,7 +5,8 @@
 //   stream.bpf.o    __test__/bpf/stream.bpf.c, the tests' program, with an
 //                   8 MiB ring buffer (the tests' build has 4 MiB)
 //   syscalls.bpf.o  bench/syscalls.bpf.c (the HTTP row's stream tracer)
-//   loadgen, canary, consumer (bench/*.c; consumer links libbpf)
+//   switch_costs.bpf.o  bench/switch_costs.bpf.c (profile_costs.js's switches row)
+//   loadgen, canary, consumer, pingpong (bench/*.c; consumer links libbpf)
 const fs = require('node:fs');
 const path = require('node:path');
 const { spawnSync } = require('node:child_process');
@@ -41,7 +42,9 @@ function buildAll() {
     clangArgs(stream, built('stream.bpf.o'), { defines: [`STREAM_RING_BYTES=${RING_BYTES}`] }));
   const syscalls = path.join(bench, 'syscalls.bpf.c');
   compile(built('syscalls.bpf.o'), [syscalls, path.join(bench, 'syscalls.h')], 'clang', clangArgs(syscalls, built('syscalls.bpf.o')));
-  for (const [name, libs] of [['loadgen', []], ['canary', []], ['consumer', ['-lbpf']]]) {
+  const switches = path.join(bench, 'switch_costs.bpf.c');
+  compile(built('switch_costs.bpf.o'), [switches], 'clang', clangArgs(switches, built('switch_costs.bpf.o')));
+  for (const [name, libs] of [['loadgen', []], ['canary', []], ['consumer', ['-lbpf']], ['pingpong', []]]) {
     const src = path.join(bench, `${name}.c`);
     compile(built(name), [src, path.join(STREAM_SRC, 'stream.h')], 'gcc', ['-O2', '-Wall', '-I', STREAM_SRC, '-o', built(name), src, ...libs]);
   }

@@ -30,6 +30,7 @@
  * in a comment.
  */
 const fs = require('node:fs');
+const { isMainThread } = require('node:worker_threads');
 const native = require('../core/native');
 const { loadBpfProgram } = require('../core/object');
 const { objectPath } = require('../core/objects');
@@ -115,16 +116,42 @@ function checkSeconds(seconds, max, what) {
   }
 }
 
+/**
+ * What runs the off-CPU program (bpf/profile.bpf.c): 'sched_switch', the
+ * tracepoint, runs on every switch of every task of the machine (~0.3 µs
+ * each on the 2-vCPU VM of docs/performance.md); 'context-switches', a perf
+ * event of the main thread alone, runs on that thread's switches only but
+ * makes each of them pay perf's per-task context switch (~2.7 µs per switch
+ * out and back in there): the cheaper where the machine switches more than
+ * ~10 times as often as the main thread (many busy CPUs), not on a small
+ * host whose main thread switches at every request. It needs the kernel's
+ * sched_info (CONFIG_SCHED_INFO: /proc/PID/schedstat) and the profiler on
+ * the main thread (which makes a switch at each window's end to count the
+ * last interval). The default: 'sched_switch'.
+ */
+function checkOffCpuEvent(event) {
+  if (event !== 'context-switches') return;
+  if (!isMainThread) throw codedError('ERR_BPF_NOT_SUPPORTED', "profile({ offCpuEvent: 'context-switches' }): the profiler must run on the main thread (it ends each window with a switch of that thread); use 'sched_switch' in a worker");
+  if (!fs.existsSync(`/proc/${process.pid}/schedstat`)) throw codedError('ERR_BPF_NOT_SUPPORTED', "profile({ offCpuEvent: 'context-switches' }): this kernel keeps no sched_info (no /proc/PID/schedstat: CONFIG_SCHED_INFO is off); use 'sched_switch'");
+}
+
 function checkOptions(options) {
   if (options !== undefined && (options === null || typeof options !== 'object')) {
     throw codedError('ERR_INVALID_ARG_TYPE', `profile(options): options must be an object, got ${options}`);
   }
-  const known = ['frequency', 'offCpu', 'minOffCpu', 'idle', 'maxSeconds', 'v8'];
+  const known = ['frequency', 'threads', 'offCpu', 'offCpuEvent', 'minOffCpu', 'idle', 'preempted', 'maxSeconds', 'v8'];
   const unknown = Object.keys(options ?? {}).filter((k) => !known.includes(k));
   if (unknown.length) throw codedError('ERR_BPF_UNKNOWN_NAME', `profile(): no option named ${unknown.join(', ')}; the options are ${known.join(', ')}`);
-  const o = { frequency: DEFAULT_FREQUENCY, offCpu: true, minOffCpu: 0.001, idle: false, maxSeconds: DEFAULT_MAX_SECONDS, v8: true, ...options };
+  const o = { frequency: DEFAULT_FREQUENCY, threads: 'all', offCpu: true, offCpuEvent: 'sched_switch', minOffCpu: 0.001, idle: false, preempted: false, maxSeconds: DEFAULT_MAX_SECONDS, v8: true, ...options };
+  if (!OFF_CPU_EVENTS.includes(o.offCpuEvent)) {
+    throw codedError('ERR_BPF_INVALID_VALUE', `profile(): offCpuEvent is what runs the off-CPU program, ${OFF_CPU_EVENTS.map((e) => `'${e}'`).join(' or ')} (default 'sched_switch'), got ${o.offCpuEvent}`);
+  }
+  if (o.offCpu) checkOffCpuEvent(o.offCpuEvent);
   if (typeof o.frequency !== 'number' || !Number.isInteger(o.frequency) || o.frequency < 1 || o.frequency > MAX_FREQUENCY) {
     throw codedError('ERR_BPF_INVALID_VALUE', `profile(): frequency is samples per second per CPU, an integer from 1 to ${MAX_FREQUENCY} (default ${DEFAULT_FREQUENCY}), got ${o.frequency}`);
+  }
+  if (o.threads !== 'all' && o.threads !== 'main') {
+    throw codedError('ERR_BPF_INVALID_VALUE', `profile(): threads is the threads CPU samples are taken of, 'all' (default: a cpu-clock event on every CPU) or 'main' (one event that follows the main thread), got ${o.threads}`);
   }
   if (typeof o.minOffCpu !== 'number' || !(o.minOffCpu >= 0 && o.minOffCpu <= 60)) {
     throw codedError('ERR_BPF_INVALID_VALUE', `profile(): minOffCpu is the shortest off-CPU interval counted, in seconds (0 to 60, default 0.001), got ${o.minOffCpu}`);
@@ -132,7 +159,7 @@ function checkOptions(options) {
   if (typeof o.maxSeconds !== 'number' || !(o.maxSeconds > 0 && o.maxSeconds <= 86400)) {
     throw codedError('ERR_BPF_INVALID_VALUE', `profile(): maxSeconds is the longest window, in seconds (at most 86400, default ${DEFAULT_MAX_SECONDS}), got ${o.maxSeconds}`);
   }
-  for (const k of ['offCpu', 'idle', 'v8']) if (typeof o[k] !== 'boolean') throw codedError('ERR_INVALID_ARG_TYPE', `profile(): ${k} is true or false, got ${o[k]}`);
+  for (const k of ['offCpu', 'idle', 'preempted', 'v8']) if (typeof o[k] !== 'boolean') throw codedError('ERR_INVALID_ARG_TYPE', `profile(): ${k} is true or false, got ${o[k]}`);
   return o;
 }
 
@@ -208,7 +235,11 @@ class Profiler {
       obj.setGlobalVariable('target_pid', this.#ids.tgid);
       obj.setGlobalVariable('min_offcpu_ns', BigInt(Math.round(this.#options.minOffCpu * 1e9)));
       obj.setGlobalVariable('offcpu_idle', this.#options.idle);
+      obj.setGlobalVariable('offcpu_preempted', this.#options.preempted);
       for (const n of ['epoll_wait', 'epoll_pwait', 'epoll_pwait2']) obj.setGlobalVariable(`nr_${n}`, syscalls.indexOf(n));
+      // only the off-CPU program that runs is loaded (each is verified with its V8 walk)
+      obj.programs.handle_switch.autoload = this.#options.offCpu && this.#options.offCpuEvent === 'context-switches';
+      obj.programs.handle_sched_switch.autoload = this.#options.offCpu && this.#options.offCpuEvent === 'sched_switch';
       obj.load();
     } catch (err) {
       obj.close();
@@ -273,8 +304,16 @@ class Profiler {
       startNs = BigInt(Date.now()) * 1000000n;
       startHr = process.hrtime.bigint();
       // every CPU, filtered in the kernel: a perf event for a pid samples only its main thread
-      links.push(obj.attachPerfEvent('handle_sample', { event: 'cpu-clock', period: periodNs }));
-      if (this.#options.offCpu) links.push(obj.attach('handle_sched_switch'));
+      // (threads: 'main': one event that follows the main thread, pid its tid here, on whichever CPU)
+      links.push(obj.attachPerfEvent('handle_sample', { event: 'cpu-clock', period: periodNs, ...(this.#options.threads === 'main' && { pid: process.pid }) }));
+      const switches = this.#options.offCpu && this.#options.offCpuEvent === 'context-switches';
+      if (switches) {
+        // no interval open from an earlier window (one that ended by an error)
+        obj.setGlobalVariable('off', { ...obj.getGlobalVariable('off'), start_ns: 0n, nvcsw: 0n, nivcsw: 0n });
+        obj.setGlobalVariable('flushing', 0);
+        // the main thread's own switches, on whichever CPU (pid: its tid here)
+        links.push(obj.attachPerfEvent('handle_switch', { event: 'context-switches', period: 1, pid: process.pid }));
+      } else if (this.#options.offCpu) links.push(obj.attach('handle_sched_switch'));
       await new Promise((resolve) => {
         const timer = setTimeout(done, seconds * 1000);
         const abort = () => done();
@@ -288,6 +327,8 @@ class Profiler {
         else signal?.addEventListener('abort', abort, { once: true });
       });
       this.#abort = null;
+      // the interval the main thread came back from last is counted at its next switch: one now
+      if (switches && !this.closed) this.#flushOffCpu();
       for (const link of links.splice(0)) link.detach();
       // the perf map as the samples saw it: what is written from here on came after them
       this.#symbolizer.endWindow([process.pid]);
@@ -301,6 +342,19 @@ class Profiler {
     }
   }
 
+  /**
+   * Ends the off-CPU intervals of a window of handle_switch: the main thread
+   * (this one) sleeps for 20 µs, a switch off the CPU, at which the program
+   * counts the interval it came back from last and starts none (flushing).
+   * A sleep that did not leave the CPU (no switch seen) is tried again.
+   */
+  #flushOffCpu() {
+    const obj = this.#obj;
+    obj.setGlobalVariable('flushing', 1);
+    const before = obj.getGlobalVariable('flushed');
+    for (let i = 0; i < 5 && obj.getGlobalVariable('flushed') === before; i++) Atomics.wait(FLUSH_WORD, 0, 0, 0.02 * 2 ** i);
+  }
+
   /** The window's counts, named, and the maps emptied for the next. */
   #read({ startNs, durationNs, periodNs }) {
     const obj = this.#obj;
@@ -310,6 +364,8 @@ class Profiler {
     const offRows = obj.getMap('offcpu').getBatch();
     const chainMap = obj.getMap('chains');
     const dropped = { samples: Number(obj.getGlobalVariable('dropped_samples')), offCpu: Number(obj.getGlobalVariable('dropped_offcpu')) };
+    // (preempted: false) the main thread's preempted intervals, counted without their stacks
+    const preempted = this.#options.preempted ? undefined : { count: Number(obj.getGlobalVariable('preempted_count')), ns: Number(obj.getGlobalVariable('preempted_ns')) };
     const cache = new Map();
     const stack = (id) => {
       if (id < 0) return [];
@@ -423,14 +479,17 @@ class Profiler {
     const v8Dropped = Number(obj.getGlobalVariable('v8_dropped'));
     obj.setGlobalVariable('v8_dropped', 0n);
     obj.setGlobalVariable('dropped_offcpu', 0n);
+    obj.setGlobalVariable('preempted_count', 0n);
+    obj.setGlobalVariable('preempted_ns', 0n);
     const notes = [
-      `node-libbpf profile of pid ${process.pid} (${process.title}, node ${process.version}): cpu-clock at ${this.#options.frequency} Hz on every CPU; off-CPU: the main thread, intervals of ${this.#options.minOffCpu * 1000} ms or more${this.#options.idle ? '' : ', idle epoll waits left out'}`,
+      `node-libbpf profile of pid ${process.pid} (${process.title}, node ${process.version}): cpu-clock at ${this.#options.frequency} Hz ${this.#options.threads === 'main' ? 'of the main thread' : 'on every CPU'}; off-CPU: the main thread (${this.#options.offCpuEvent}), intervals of ${this.#options.minOffCpu * 1000} ms or more${this.#options.idle ? '' : ', idle epoll waits left out'}${this.#options.preempted ? '' : ', preempted ones without stacks'}`,
     ];
+    if (preempted) notes.push(`the main thread was preempted (runnable, waiting for a CPU) ${preempted.count} times for ${this.#options.minOffCpu * 1000} ms or more, ${(preempted.ns / 1e6).toFixed(1)} ms in all: not by stack (profile({ preempted: true }) walks them)`);
     if (this.#v8Error) notes.push(`JavaScript frames are not named from V8's data: ${this.#v8Error.message}`);
     if (!perfMap && (this.#v8Error || !this.#symbolizer.v8.names)) notes.push(`no perf map (/tmp/perf-${process.pid}.map): JavaScript frames are unnamed; run node with --perf-basic-prof (or --perf-basic-prof-only-functions --interpreted-frames-native-stack)`);
     if (v8Dropped) notes.push(`${v8Dropped} stacks' JavaScript frames not kept, their table was full: named from the perf map, if any`);
     if (dropped.samples || dropped.offCpu) notes.push(`not counted, their table was full: ${dropped.samples} CPU samples, ${dropped.offCpu} off-CPU intervals`);
-    return { startNs, durationNs, periodNs, frequency: this.#options.frequency, perfMap, dropped, notes, ...out };
+    return { startNs, durationNs, periodNs, frequency: this.#options.frequency, perfMap, dropped, ...(preempted && { preempted }), notes, ...out };
   }
 
   #localTid(kernelTid) {
@@ -616,7 +675,10 @@ class Profiler {
   }
 }
 
-const TRACING_FRAME = /^(bpf_prog_|bpf_trace_run|__traceiter_|__bpf_trace_|bpf_dispatcher)/;
+const OFF_CPU_EVENTS = ['sched_switch', 'context-switches'];
+const FLUSH_WORD = new Int32Array(new SharedArrayBuffer(4));
+// (sched_switch's stacks are taken in the tracepoint; handle_switch's in perf's switch-out hook)
+const TRACING_FRAME = /^(bpf_prog_|bpf_trace_run|__traceiter_|__bpf_trace_|bpf_dispatcher|perf_event_task_sched_out|__perf_event_task_sched_out|___perf_sw_event|__perf_sw_event_sched|perf_swevent_|perf_event_output|bpf_overflow_handler|__perf_event_overflow|perf_trace_run_bpf_submit)/;
 const KERNEL_MAPPING = { start: 0, end: 0, offset: 0, path: '[kernel]', file: false };
 const LOST = { name: '[lost stack]', kind: 'lost', label: '[lost stack]' };
 /** Pyroscope's sample type configuration of the off-CPU profile (its ingest API, format=pprof). */
