@@ -199,6 +199,7 @@ const NAMING = true;
 const todo = false;
 const STACKCOUNT = path.join(__dirname, '..', 'examples', 'stackcount.js');
 const HOT_LINES = [5, 9]; // hotLoopNf in fixtures/v8_hot.js
+const HOT_LOOP_LINE = 7; // its loop: not the line where it starts
 
 describe('named, on flagless nodes', { skip }, () => {
   for (const major of MAJORS) {
@@ -211,6 +212,7 @@ describe('named, on flagless nodes', { skip }, () => {
         assert.equal(r.status, 0, r.stderr);
         let samples = 0;
         let named = 0;
+        let loop = 0;
         for (const line of r.stdout.trim().split('\n')) {
           const m = /^(.*) (\d+)$/.exec(line);
           if (!m || /^V8Worker|^node-libbpf/.test(m[1])) continue;
@@ -222,9 +224,12 @@ describe('named, on flagless nodes', { skip }, () => {
           assert.equal(path.basename(where[1]), 'v8_hot.js', frame);
           assert.ok(Number(where[2]) >= HOT_LINES[0] && Number(where[2]) <= HOT_LINES[1], `a line of hotLoopNf: ${frame}`);
           named += Number(m[2]);
+          if (Number(where[2]) === HOT_LOOP_LINE) loop += Number(m[2]);
         }
         assert.ok(samples >= 100, `${samples} samples`);
         assert.ok(named >= 0.9 * samples, `hotLoopNf named in ${named} of ${samples} samples:\n${r.stdout.slice(0, 3000)}`);
+        // the line of the pc (its loop), not the line where the function starts
+        assert.ok(loop >= 0.9 * named, `hotLoopNf at its loop's line ${HOT_LOOP_LINE} in ${loop} of its ${named} samples:\n${r.stdout.slice(0, 3000)}`);
       } finally {
         hot.stop();
       }
@@ -242,10 +247,19 @@ describe('named, on flagless nodes', { skip }, () => {
     assert.ok(hot && Number(hot.trim().split(/\s+/)[4].replace('%', '')) >= 70, `hotLoop >= 70% cum:\n${top}`);
     assert.doesNotMatch(top, /no perf map/, 'no note about the perf map: V8 named the frames');
     assert.match(pprof(['-traces']), /hotLoop\n/);
-    // the fixture's hotLoop spans lines 22-29
+    // the fixture's hotLoop spans lines 22-29, its loops lines 24-26: >= 90% of its samples there (its code
+    // on-stack-replaced, then collected before the window's end, once gave the line where it starts, 22)
     const lines = pprof(['-top', '-lines', '-nodecount=300']);
     const at = /hotLoop \S*profile_service\.js:(\d+)/.exec(lines);
     assert.ok(at && Number(at[1]) >= 22 && Number(at[1]) <= 29, `hotLoop's file and line:\n${lines.slice(0, 3000)}`);
+    const rows = lines.split('\n').filter((l) => /\shotLoop( |$)/.test(l));
+    const cum = (l) => {
+      const [, v, unit] = /^([\d.]+)(us|ms|s)$/.exec(l.trim().split(/\s+/)[3]) ?? [, 'NaN', 's'];
+      return Number(v) * { us: 1e-6, ms: 1e-3, s: 1 }[unit];
+    };
+    const all = rows.reduce((n, l) => n + cum(l), 0);
+    const loop = rows.filter((l) => /profile_service\.js:2[456]$/.test(l)).reduce((n, l) => n + cum(l), 0);
+    assert.ok(loop >= 0.9 * all, `hotLoop at its loops' lines in ${loop} of ${all} s:\n${rows.join('\n')}`);
   });
 });
 

@@ -43,7 +43,8 @@ const MAX_CACHE = 8192;
 const interpreterCache = new Map();
 
 /** The file-offset ranges of binary `file`'s interpreter code (entry trampolines and bytecode handlers). */
-function interpreterRanges(file, id) {
+function interpreterRanges(file, id, known = undefined) {
+  if (known) return known; // (read with the v8dbg_* symbols: lib/frames/v8.js)
   if (!interpreterCache.has(id)) {
     if (interpreterCache.size >= 8) interpreterCache.clear();
     let ranges = [];
@@ -82,7 +83,7 @@ function exeMappings(pid, exe) {
 class V8Names {
   /**
    * @param {number} pid the process (as this process sees it)
-   * @param {{ values: Map<string, number>, version: number[], file: string, exe: string, id: string }} binary
+   * @param {{ values: Map<string, number>, version: number[], file: string, exe: string, id: string, interpreter?: number[][] }} binary
    *   its node's v8dbg_* values and V8 version, the binary (through /proc/PID/root), its path in the process, an id
    */
   constructor(pid, binary) {
@@ -95,6 +96,7 @@ class V8Names {
     this.sfis = new Map(); // sfi -> { nos, script, fdata, info }
     this.scripts = new Map(); // script -> { name, lineEndsObj, info }
     this.codes = new Map(); // code -> { info }
+    this.seen = new Map(); // looked-up pc -> { sfi, code, start, out }: compiled frames named while their code lived
     this.stats = { frames: 0, named: 0, lines: 0 };
   }
 
@@ -105,7 +107,7 @@ class V8Names {
   /** Whether `pc` is in the interpreter's code. */
   interpreted(pc) {
     if (!this.ranges) {
-      const fileRanges = interpreterRanges(this.binary.file, this.binary.id);
+      const fileRanges = interpreterRanges(this.binary.file, this.binary.id, this.binary.interpreter?.length ? this.binary.interpreter : undefined);
       this.ranges = [];
       for (const m of exeMappings(this.pid, this.binary.exe)) {
         for (const [s, e] of fileRanges) {
@@ -176,7 +178,7 @@ class V8Names {
     const cached = this.codes.get(pc);
     if (cached) {
       const c = h.code(cached);
-      if (c && c.start <= pc && pc < c.start + c.size) return c;
+      if (c && c.start <= pc && pc < c.start + c.size) return { addr: cached, ...c };
       this.codes.delete(pc);
     }
     const found = h.codeAt(pc);
@@ -188,10 +190,10 @@ class V8Names {
   }
 
   /** A named frame of function `fn` at source position `position` (or its start). */
-  named(fn, kind, position, reason) {
+  named(fn, kind, position, reason, startLine = true) {
     let where = position === null ? null : lineOf(fn.lineEnds, position);
     let why = reason;
-    if (!where && fn.start !== null) {
+    if (!where && fn.start !== null && startLine) {
       where = lineOf(fn.lineEnds, fn.start);
       why ??= 'no source position for the pc: the line where the function starts';
     }
@@ -247,13 +249,34 @@ class V8Names {
     const h = this.heap;
     const L = this.layout;
     const at = innermost ? pc : pc - 1; // (a return address: the call is before it)
+    // (named before from the same code, still there: a Code's positions and inlining never change)
+    const seen = this.seen.get(at);
+    if (seen && seen.sfi === sfi) {
+      const c = h.code(seen.code);
+      if (c && c.start === seen.start && at < c.start + c.size) return seen.out;
+    }
     let code = codeAddr ? h.code(codeAddr) : null;
     if (!code || at < code.start || at >= code.start + code.size) {
       // the code on the stack is not the function's current one (leaptiering without
       // the dispatch table, on-stack replacement, replaced code): find it from the pc
       code = this.codeAt(at);
-      if (!code) return [this.named(fn, 'unknown', null, 'no code found for the pc: the line where the function starts')];
-    }
+      if (!code) {
+        // collected since the sample (on-stack-replacement code a GC dropped): what it was named
+        // while it lived (V8Frames.prime names a window's frames as they come), else no line
+        if (seen && seen.sfi === sfi) return seen.out;
+        return [this.named(fn, 'unknown', null, 'no code holds the pc any more (collected since the sample): no line', false)];
+      }
+    } else code = { addr: codeAddr, ...code };
+    const out = this.compiledLines(fn, sfi, code, at);
+    if (this.seen.size >= MAX_CACHE) this.seen.clear();
+    this.seen.set(at, { sfi, code: code.addr, start: code.start, out });
+    return out;
+  }
+
+  /** The functions at `at` in compiled `code` (h.code's, with addr) of function `fn` (`sfi`), innermost first. */
+  compiledLines(fn, sfi, code, at) {
+    const h = this.heap;
+    const L = this.layout;
     const kind = code.kind === L.codeKindBaseline ? 'baseline' : code.kind === L.codeKindBaseline + 1 ? 'maglev' : code.kind === L.codeKindBaseline + 2 ? 'turbofan' : 'compiled';
     if (kind === 'baseline') return [this.named(fn, kind, null, 'baseline code: the line where the function starts')];
     // the code is sfi's: its deopt data names it
