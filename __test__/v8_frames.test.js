@@ -263,6 +263,73 @@ describe('named, on flagless nodes', { skip }, () => {
   });
 });
 
+/**
+ * The named chains (innermost first: inlined functions, then their caller) of
+ * `script`'s main thread under flagless `node` (`args` after the script),
+ * sampled for `seconds` after `delayMs`: [{ count, frames: [{ name, file, line, kind, inlined }] }].
+ */
+async function namedChains(node, script, args, delayMs, seconds) {
+  const child = spawn(node, [script, ...args], { stdio: ['ignore', 'ignore', 'inherit'], cwd: tmp });
+  try {
+    await sleep(delayMs);
+    const { obj, symbolizer, error } = sampler(/** @type {number} */ (child.pid));
+    try {
+      assert.equal(error, null, `the layout: ${error?.message}`);
+      await sleep(seconds * 1000);
+      obj.detachAll();
+      const entries = stacks.readStacks(obj).filter((e) => e.pid === child.pid && e.comm !== 'V8Worker' && e.v8);
+      return entries.map((e) => ({ count: e.count, frames: symbolizer.v8.namesOf(/** @type {number} */ (child.pid), symbolizer.v8.align(e.user, e.v8)).flatMap((n) => n ?? []) }));
+    } finally {
+      obj.close();
+    }
+  } finally {
+    child.kill();
+  }
+}
+
+/** Samples whose chain has `inner` inlined directly above `caller` (by `kind`, at `file`:`line`), of those with `caller`. */
+function inlinedIn(chains, inner, caller, { kind, file, line }) {
+  let callers = 0;
+  let inside = 0;
+  const bad = [];
+  for (const c of chains) {
+    const at = c.frames.findIndex((f) => f.name === caller);
+    if (at < 0) continue;
+    callers += c.count;
+    const f = c.frames[at - 1];
+    if (f?.name !== inner || !f.inlined || f.kind !== kind) continue;
+    if (path.basename(f.file ?? '') === file && f.line === line) inside += c.count;
+    else bad.push(`${f.name} ${f.file}:${f.line}`);
+  }
+  assert.deepEqual(bad, [], `${inner}'s file and line`);
+  return { callers, inside };
+}
+
+const INLINE = path.join(__dirname, 'fixtures', 'turbofan_inline.js');
+const MAGLEV_INLINE = path.join(__dirname, '..', 'examples', 'workloads', 'inlined.js');
+
+describe('inlined functions, flagless: named inside their caller, with file and line', { skip }, () => {
+  for (const major of MAJORS) {
+    const node = NODES.get(major);
+    test(`Node ${major}: TurboFan inlines helper into outer: helper (turbofan_inline.js:4) directly above outer in >= 50% of outer's samples`, { skip: !node && `no Node ${major}` }, async () => {
+      const chains = await namedChains(/** @type {string} */ (node), INLINE, ['8000'], 1000, 1.5);
+      const { callers, inside } = inlinedIn(chains, 'helper', 'outer', { kind: 'turbofan', file: 'turbofan_inline.js', line: 4 });
+      assert.ok(callers >= 50, `${callers} samples in outer`);
+      assert.ok(inside >= 0.5 * callers, `helper inlined above outer in ${inside} of ${callers} samples`);
+    });
+  }
+  for (const major of ['24', '26']) {
+    const node = NODES.get(major);
+    // (Node 22's Maglev did not inline it here: its TurboFan did, above)
+    test(`Node ${major}: Maglev inlines hotLoopX into l: hotLoopX (inlined.js:8, its loop) directly above l in >= 50% of l's samples`, { skip: !node && `no Node ${major}` }, async () => {
+      const chains = await namedChains(/** @type {string} */ (node), MAGLEV_INLINE, ['6000'], 1000, 1.5);
+      const { callers, inside } = inlinedIn(chains, 'hotLoopX', 'l', { kind: 'maglev', file: 'inlined.js', line: 8 });
+      assert.ok(callers >= 50, `${callers} samples in l`);
+      assert.ok(inside >= 0.5 * callers, `hotLoopX inlined above l in ${inside} of ${callers} samples`);
+    });
+  }
+});
+
 describe('off CPU, flagless', { skip: skip || (!goOk && 'no go toolchain: go tool pprof reads the profiles') }, () => {
   test('an interpreted function blocked in Atomics.wait: a walked JS frame above the futex frames', () => {
     const B = 8;
