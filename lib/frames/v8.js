@@ -312,6 +312,7 @@ class V8Frames {
     const map = obj.getMap('v8_stacks');
     const fresh = map.keys().filter((k) => !seen.has(String(k)));
     if (!fresh.length) return 0;
+    if (!this.opened(p, pid)) return 0;
     const frames = [];
     for (const k of fresh) {
       seen.add(String(k));
@@ -322,6 +323,8 @@ class V8Frames {
         const at = `${f.innermost ? 'i' : 'r'}${f.pc}`;
         if (!f.sfi || seen.has(at)) continue;
         seen.add(at);
+        // (an interpreted frame is named from its SFI and bytecode offset: no code to lose)
+        if (p.names.interpreted(Number(f.pc))) continue;
         frames.push(f);
       }
     }
@@ -362,6 +365,19 @@ class V8Frames {
     return this.namesOf(pid, [frame])[0];
   }
 
+  /** Whether process `p` (this.process(pid)'s) is named from its memory: its V8Names, opened once. */
+  opened(p, pid) {
+    if (p.names === undefined && !p.error) {
+      try {
+        p.names = new V8Names(pid, binaryOf(pid));
+      } catch (err) {
+        p.names = null;
+        p.namesError = err; // (ERR_V8_MEMORY: the privilege to read its memory)
+      }
+    }
+    return Boolean(p.names);
+  }
+
   /** frameNames of each of `frames`, in one call to the naming. */
   namesOf(pid, frames) {
     const out = frames.map(() => null);
@@ -386,15 +402,7 @@ class V8Frames {
       }
     }
     // named from the process's memory (lib/frames/v8_names.js)
-    if (p.names === undefined && !p.error) {
-      try {
-        p.names = new V8Names(pid, binaryOf(pid));
-      } catch (err) {
-        p.names = null;
-        p.namesError = err; // (ERR_V8_MEMORY: the privilege to read its memory)
-      }
-    }
-    if (p.names) {
+    if (this.opened(p, pid)) {
       p.names.epoch();
       for (const [f, i] of js) {
         const list = p.names.frame(f, f.innermost === true);

@@ -145,10 +145,8 @@ class V8Names {
       this.sfis.delete(sfi);
       return null;
     }
-    if (cached && cached.nos === nos && cached.script === script) {
-      // (the bytecode may have been flushed or replaced: re-read its pointer)
-      return { ...cached.info, bytecode: h.sfi(sfi)?.bytecode ?? null };
-    }
+    // (its bytecode may be flushed or replaced since: an interpreted frame reads it afresh, h.bytecode)
+    if (cached && cached.nos === nos && cached.script === script) return cached.info;
     const s = h.sfi(sfi);
     if (!s) return null;
     const sc = s.script ? this.script(s.script) : { name: null, lineEnds: null };
@@ -224,7 +222,7 @@ class V8Names {
       // no script: a builtin (Math.sqrt, Array.prototype.map) or API function
       out = [{ name: fn.name, kind: 'builtin' }];
     } else if (this.interpreted(pc)) {
-      out = [this.interpretedFrame(fn, frame)];
+      out = [this.interpretedFrame(fn, { slot: frame.slot, sfiAddr: sfi })];
     } else {
       out = this.compiledFrame(fn, sfi, num(frame.code), pc, innermost);
     }
@@ -237,8 +235,9 @@ class V8Names {
     const h = this.heap;
     const raw = typeof frame.slot === 'bigint' ? frame.slot : BigInt(frame.slot);
     const offset = h.smi(raw);
-    if (offset === null || !fn.bytecode) return this.named(fn, 'interpreted', null, offset === null ? 'the bytecode offset slot is not a SMI' : null);
-    const table = h.bytecodePositions(fn.bytecode);
+    const bytecode = h.bytecode(frame.sfiAddr);
+    if (offset === null || !bytecode) return this.named(fn, 'interpreted', null, offset === null ? 'the bytecode offset slot is not a SMI' : null);
+    const table = h.bytecodePositions(bytecode);
     if (!table) return this.named(fn, 'interpreted', null, 'no source positions collected for its bytecode (lazy source positions): the line where the function starts');
     const pos = splitPosition(positionAt(table, offset - (this.layout.bytecodeData - 1), this.layout.positionCodeShift));
     return this.named(fn, 'interpreted', pos ? pos.offset : null, null);
@@ -256,6 +255,7 @@ class V8Names {
       if (c && c.start === seen.start && at < c.start + c.size) return seen.out;
     }
     let code = codeAddr ? h.code(codeAddr) : null;
+    if (code && h.streamMap === undefined) h.learnStreamMap(null, code);
     if (!code || at < code.start || at >= code.start + code.size) {
       // the code on the stack is not the function's current one (leaptiering without
       // the dispatch table, on-stack replacement, replaced code): find it from the pc
