@@ -305,6 +305,62 @@ function inlinedIn(chains, inner, caller, { kind, file, line }) {
   return { callers, inside };
 }
 
+describe('which pc: the sampled one for the innermost frame, pc - 1 (the call) for a return address', { skip }, () => {
+  const { positionAt, splitPosition, lineOf } = require('../lib/frames/v8_heap');
+  for (const major of MAJORS) {
+    const node = NODES.get(major);
+    test(`Node ${major}: readStacks marks the first walked frame innermost; at a source position's first instruction, the innermost frame gets that position's line, a caller frame the one before`, { skip: !node && `no Node ${major}` }, async () => {
+      const hot = startHot(/** @type {string} */ (node));
+      try {
+        await hot.ready;
+        const pid = /** @type {number} */ (hot.child.pid);
+        const { obj, symbolizer, error } = sampler(pid);
+        let walked;
+        try {
+          assert.equal(error, null, error?.message);
+          await sleep(1500);
+          obj.detachAll();
+          walked = [...symbolizer.v8.readStacks(obj).values()];
+        } finally {
+          obj.close();
+        }
+        for (const st of walked) st.frames.forEach((f, i) => assert.equal(f.innermost === true, i === 0, `frame ${i} of ${st.depth}`));
+        const v8 = symbolizer.v8;
+        // a compiled frame of hotLoopNf, its Code, and a position boundary where the line changes
+        const tops = walked.map((st) => st.frames[0]).filter((f) => f.sfi);
+        v8.namesOf(pid, tops);
+        const names = v8.process(pid).names;
+        const h = names.heap;
+        let found = null;
+        for (const f of tops) {
+          if (names.interpreted(Number(f.pc)) || names.function(Number(f.sfi))?.name !== 'hotLoopNf') continue;
+          let code = f.code ? h.code(Number(f.code)) : null;
+          if (!code || Number(f.pc) < code.start || Number(f.pc) >= code.start + code.size) code = names.codeAt(Number(f.pc));
+          const table = code && h.byteArray(code.positionsObj);
+          if (!table) continue;
+          const fn = names.function(Number(f.sfi));
+          const lineAt = (off) => {
+            const p = splitPosition(positionAt(table, off, names.layout.positionCodeShift));
+            return p && p.inlining < 0 ? lineOf(fn.lineEnds, p.offset)?.line : undefined;
+          };
+          for (let b = 1; b < code.size && !found; b++) {
+            const [before, at] = [lineAt(b - 1), lineAt(b)];
+            if (before !== undefined && at !== undefined && before !== at) found = { f, pc: BigInt(code.start + b), before, at };
+          }
+          if (found) break;
+        }
+        assert.ok(found, `a compiled hotLoopNf frame with a line boundary in its code (of ${tops.length} innermost frames)`);
+        const [inner] = v8.namesOf(pid, [{ ...found.f, pc: found.pc, innermost: true }]);
+        const [caller] = v8.namesOf(pid, [{ ...found.f, pc: found.pc, innermost: false }]);
+        assert.equal(inner?.[0]?.line, found.at, `innermost at pc: ${JSON.stringify(inner)}`);
+        assert.equal(caller?.[0]?.line, found.before, `caller at pc - 1: ${JSON.stringify(caller)}`);
+      } finally {
+        hot.stop();
+      }
+    });
+  }
+});
+
 const INLINE = path.join(__dirname, 'fixtures', 'turbofan_inline.js');
 const MAGLEV_INLINE = path.join(__dirname, '..', 'examples', 'workloads', 'inlined.js');
 
