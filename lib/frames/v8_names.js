@@ -268,12 +268,17 @@ class V8Names {
       }
     } else code = { addr: codeAddr, ...code };
     const out = this.compiledLines(fn, sfi, code, at);
+    if (!out) {
+      // the code there now is another function's: the pc's own was collected and its memory reused
+      if (seen && seen.sfi === sfi) return seen.out;
+      return [this.named(fn, 'unknown', null, "the code at the pc is not the function's (replaced since the sample): no line", false)];
+    }
     if (this.seen.size >= MAX_CACHE) this.seen.clear();
     this.seen.set(at, { sfi, code: code.addr, start: code.start, out });
     return out;
   }
 
-  /** The functions at `at` in compiled `code` (h.code's, with addr) of function `fn` (`sfi`), innermost first. */
+  /** The functions at `at` in compiled `code` (h.code's, with addr) of function `fn` (`sfi`), innermost first; null: the code is not `sfi`'s. */
   compiledLines(fn, sfi, code, at) {
     const h = this.heap;
     const L = this.layout;
@@ -282,7 +287,7 @@ class V8Names {
     // the code is sfi's: its deopt data names it
     const deoptSfi = h.isObject(code.deopt) ? h.field(code.deopt, L.arrayData + L.deoptSfi * 8) : null;
     const owner = deoptSfi !== null && h.type(deoptSfi) !== L.types.sfi && h.isObject(deoptSfi) ? h.field(deoptSfi, 8) : deoptSfi;
-    if (owner !== sfi) return [this.named(fn, kind, null, "the code is not the function's (replaced): no line")];
+    if (owner !== sfi) return null;
     const table = h.byteArray(code.positionsObj);
     const raw = table ? positionAt(table, at - code.start, L.positionCodeShift) : null;
     const pos = splitPosition(raw);
