@@ -402,6 +402,10 @@ describe('off CPU, flagless', { skip: skip || (!goOk && 'no go toolchain: go too
       const js = t.findIndex((f, i) => i > futex && (NAMING ? /^waitHere$/ : /^\[JS sfi=0x[0-9a-f]+\]$/).test(f));
       assert.ok(futex >= 0 && js > futex, `a JS frame above the futex frames: ${t.join(' <- ')}`);
     }
+    // interpreted: the line from its bytecode offset (Atomics.wait's line, not the function's first)
+    const lines = execFileSync('go', ['tool', 'pprof', '-traces', '-lines', '-tagfocus=off_cpu_state=blocked', path.join(dir, 'offcpu.pb.gz')], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+    const at = [...lines.matchAll(/ waitHere \S*profile_service\.js:(\d+)/g)].map((m) => Number(m[1]));
+    assert.ok(at.length && at.every((l) => l === 48), `waitHere at profile_service.js:48 (Atomics.wait): ${at}`);
   });
 });
 
