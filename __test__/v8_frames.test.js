@@ -361,6 +361,23 @@ describe('which pc: the sampled one for the innermost frame, pc - 1 (the call) f
   }
 });
 
+describe('baseline (Sparkplug) frames: the line of the bytecode they run, not where the function starts', { skip }, () => {
+  const BASELINE = path.join(__dirname, 'fixtures', 'v8_baseline.js');
+  for (const major of MAJORS) {
+    const node = NODES.get(major);
+    test(`Node ${major}: the interval's callback at v8_baseline.js:21 and statLoop at :18 (their calls), every baseline frame with a line and no reason`, { skip: !node && `no Node ${major}` }, async () => {
+      const chains = await namedChains(/** @type {string} */ (node), BASELINE, [], 300, 2);
+      const frames = chains.flatMap((c) => c.frames.map((f) => ({ ...f, count: c.count })));
+      const baseline = frames.filter((f) => f.kind === 'baseline');
+      const ours = baseline.filter((f) => path.basename(f.file ?? '') === 'v8_baseline.js');
+      const count = (list) => list.reduce((n, f) => n + f.count, 0);
+      assert.ok(count(ours) >= 5, `baseline frames of v8_baseline.js: ${count(ours)} (all baseline: ${count(baseline)})`);
+      for (const f of baseline) assert.ok(f.line && !f.reason, `a baseline frame's line: ${JSON.stringify(f)}`);
+      for (const f of ours) assert.equal(f.line, f.name === 'statLoop' ? 18 : 21, `${f.name}'s line: ${JSON.stringify(f)}`);
+    });
+  }
+});
+
 const INLINE = path.join(__dirname, 'fixtures', 'turbofan_inline.js');
 const MAGLEV_INLINE = path.join(__dirname, '..', 'examples', 'workloads', 'inlined.js');
 

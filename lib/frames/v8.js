@@ -77,6 +77,8 @@ function v8dbgValues(file) {
     const version = [];
     /** @type {number[][]} the interpreter's code: [fileOffset, end] of each symbol (.symtab's) */
     const interpreter = [];
+    /** @type {Buffer|null} */
+    let bytecodeSizes = null;
     const VERSION = { _ZN2v88internal7Version6major_E: 0, _ZN2v88internal7Version6minor_E: 1, _ZN2v88internal7Version6build_E: 2 };
     // .dynsym first (small), then .symtab (large): what .dynsym lacks, and the interpreter's symbols
     for (const symtab of [...sections.filter((s) => s.type === 11), ...sections.filter((s) => s.type === 2)]) {
@@ -91,7 +93,7 @@ function v8dbgValues(file) {
         if (c !== 0x76 && c !== 0x5f && c !== 0x42) continue; // (v8dbg_, _ZN2v8, Builtins_)
         // most names are none of these (a byte compare before decoding any)
         const builtin = symtab.type === 2 && startsWith(names, nameAt, BUILTINS);
-        if (!builtin && !startsWith(names, nameAt, V8DBG) && !startsWith(names, nameAt, VERSION_PREFIX)) continue;
+        if (!builtin && !startsWith(names, nameAt, V8DBG) && !startsWith(names, nameAt, VERSION_PREFIX) && !startsWith(names, nameAt, BYTECODE_SIZES)) continue;
         const end = names.indexOf(0, nameAt);
         const name = names.toString('latin1', nameAt, end < 0 ? names.length : end);
         if (builtin) {
@@ -101,6 +103,14 @@ function v8dbgValues(file) {
           const value = Number(syms.readBigUInt64LE(at + 8));
           const size = Number(syms.readBigUInt64LE(at + 16));
           if (section && size > 0 && value >= section.addr && value + size <= section.addr + section.size) interpreter.push([section.offset + value - section.addr, section.offset + value - section.addr + size]);
+          continue;
+        }
+        if (name === BYTECODE_SIZES_NAME) {
+          // Bytecodes::kBytecodeSizes[3][count] (u8: single, double, quadruple operand scale): baseline frames' lines
+          const section = sections[syms.readUInt16LE(at + 6)];
+          const value = Number(syms.readBigUInt64LE(at + 8));
+          const size = Number(syms.readBigUInt64LE(at + 16));
+          if (section && section.type !== 8 && size > 0 && size % 3 === 0 && size <= 3 * 1024 && value >= section.addr && value + size <= section.addr + section.size) bytecodeSizes = readAt(fd, section.offset + value - section.addr, size);
           continue;
         }
         const isVersion = name in VERSION;
@@ -115,7 +125,7 @@ function v8dbgValues(file) {
       }
     }
     interpreter.sort((a, b) => a[0] - b[0]);
-    return { values, version, interpreter };
+    return { values, version, interpreter, bytecodeSizes };
   } finally {
     fs.closeSync(fd);
   }
@@ -126,6 +136,8 @@ const BUILTINS = Buffer.from('Builtins_');
 const INTERPRETER = /^Builtins_(InterpreterEntryTrampoline|InterpreterEnterAt|\w+Handler$)/;
 const MAX_INTERPRETER_SYMBOLS = 8192;
 const VERSION_PREFIX = Buffer.from('_ZN2v88internal7Version6');
+const BYTECODE_SIZES_NAME = '_ZN2v88internal11interpreter9Bytecodes14kBytecodeSizesE';
+const BYTECODE_SIZES = Buffer.from(BYTECODE_SIZES_NAME);
 
 /** Whether `buf` holds `prefix` at `at`. */
 function startsWith(buf, at, prefix) {

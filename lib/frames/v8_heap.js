@@ -474,6 +474,15 @@ class Heap {
     return this.mem.read(arr - 1 + this.L.arrayData, n);
   }
 
+  /** BytecodeArray `ba`'s bytecodes (capped), or null. */
+  bytecodes(ba) {
+    const L = this.L;
+    if (this.type(ba) !== L.types.bytecode) return null;
+    const n = this.smiField(ba, L.arrayLength);
+    if (n === null || n < 0 || n > MAX_TABLE) return null;
+    return this.mem.read(ba - 1 + L.bytecodeData, n);
+  }
+
   /** BytecodeArray `ba`'s source position table (bytes), or null (none collected: lazy source positions). */
   bytecodePositions(ba) {
     const t = this.field(ba, this.L.bytecodePositions);
@@ -612,6 +621,50 @@ function positionAt(table, offset, codeShift = 1) {
   return found === null || !Number.isSafeInteger(found) ? null : BigInt(found);
 }
 
+/**
+ * The bytecode offset that baseline (Sparkplug) code's pc offset `at`
+ * runs, from its bytecode offset table `table` (one unsigned VLQ per
+ * bytecode: the end of its machine code, as a delta; the first: the
+ * prologue's) walked along the bytecodes `bytecodes` (their sizes from
+ * V8's Bytecodes::kBytecodeSizes `sizes`: [single | double | quadruple
+ * operand scale][bytecode]; Wide, ExtraWide and their DebugBreak forms,
+ * bytecodes 0-3, are the scaling prefixes). -1: the prologue; null: out of
+ * the table or garbage. Bounded by the table and the bytecodes.
+ */
+function baselineBytecodeOffset(table, bytecodes, sizes, at) {
+  const count = sizes.length / 3;
+  let i = 0;
+  const uvlq = () => {
+    let v = 0;
+    for (let scale = 1; scale < 2 ** 35; scale *= 128) {
+      if (i >= table.length) return null;
+      const b = table[i++];
+      v += (b & 0x7f) * scale;
+      if (!(b & 0x80)) return v;
+    }
+    return null;
+  };
+  let end = uvlq();
+  if (end === null) return null;
+  if (at < end) return -1;
+  let offset = 0; // the bytecode iterator's
+  while (offset < bytecodes.length) {
+    const d = uvlq();
+    if (d === null) return null;
+    end += d;
+    const b = bytecodes[offset];
+    const prefix = b <= 3 ? 1 : 0;
+    const scale = prefix ? (b === 0 || b === 2 ? 1 : 2) : 0;
+    const op = bytecodes[offset + prefix];
+    if (op === undefined || op >= count) return null;
+    const size = prefix + sizes[scale * count + op];
+    if (size <= prefix) return null;
+    if (at < end) return offset;
+    offset += size;
+  }
+  return null;
+}
+
 /** The script offset and inlining id of raw source position `raw`, or null (an external position). */
 function splitPosition(raw) {
   if (raw === null || (raw & 1n) === 1n) return null;
@@ -633,4 +686,4 @@ function lineOf(lineEnds, position) {
   return { line: lo + 1, column: position - lineStart + 1 };
 }
 
-module.exports = { Memory, Heap, heapLayout, positionAt, splitPosition, lineOf, KNOWN, codedError };
+module.exports = { Memory, Heap, heapLayout, positionAt, baselineBytecodeOffset, splitPosition, lineOf, KNOWN, codedError };

@@ -28,7 +28,7 @@
  */
 const fs = require('node:fs');
 const native = require('../core/native');
-const { Memory, Heap, heapLayout, positionAt, splitPosition, lineOf } = require('./v8_heap');
+const { Memory, Heap, heapLayout, positionAt, baselineBytecodeOffset, splitPosition, lineOf } = require('./v8_heap');
 
 const MAX_CACHE = 8192;
 
@@ -83,7 +83,7 @@ function exeMappings(pid, exe) {
 class V8Names {
   /**
    * @param {number} pid the process (as this process sees it)
-   * @param {{ values: Map<string, number>, version: number[], file: string, exe: string, id: string, interpreter?: number[][] }} binary
+   * @param {{ values: Map<string, number>, version: number[], file: string, exe: string, id: string, interpreter?: number[][], bytecodeSizes?: Buffer|null }} binary
    *   its node's v8dbg_* values and V8 version, the binary (through /proc/PID/root), its path in the process, an id
    */
   constructor(pid, binary) {
@@ -278,12 +278,33 @@ class V8Names {
     return out;
   }
 
+  /**
+   * A baseline (Sparkplug) frame at pc offset `at - code.start`: the
+   * bytecode it runs (the Code's bytecode offset table along the
+   * bytecodes), then its line as an interpreted frame's.
+   */
+  baselineFrame(fn, sfi, code, at) {
+    const h = this.heap;
+    const sizes = this.binary.bytecodeSizes;
+    if (!sizes) return this.named(fn, 'baseline', null, "baseline code, and no Bytecodes::kBytecodeSizes in the node binary's symbols: the line where the function starts");
+    const ba = h.type(code.deopt) === this.layout.types.bytecode ? code.deopt : h.bytecode(sfi);
+    const bytecodes = ba ? h.bytecodes(ba) : null;
+    const table = h.byteArray(code.positionsObj);
+    const offset = bytecodes && table ? baselineBytecodeOffset(table, bytecodes, sizes, at - code.start) : null;
+    if (offset === null) return this.named(fn, 'baseline', null, 'baseline code whose bytecode offset table could not be read: the line where the function starts');
+    if (offset < 0) return this.named(fn, 'baseline', fn.start, null); // (the prologue: the function's entry, as V8 says)
+    const positions = h.bytecodePositions(ba);
+    if (!positions) return this.named(fn, 'baseline', null, 'no source positions collected for its bytecode (lazy source positions): the line where the function starts');
+    const pos = splitPosition(positionAt(positions, offset, this.layout.positionCodeShift));
+    return this.named(fn, 'baseline', pos ? pos.offset : null, null);
+  }
+
   /** The functions at `at` in compiled `code` (h.code's, with addr) of function `fn` (`sfi`), innermost first; null: the code is not `sfi`'s. */
   compiledLines(fn, sfi, code, at) {
     const h = this.heap;
     const L = this.layout;
     const kind = code.kind === L.codeKindBaseline ? 'baseline' : code.kind === L.codeKindBaseline + 1 ? 'maglev' : code.kind === L.codeKindBaseline + 2 ? 'turbofan' : 'compiled';
-    if (kind === 'baseline') return [this.named(fn, kind, null, 'baseline code: the line where the function starts')];
+    if (kind === 'baseline') return [this.baselineFrame(fn, sfi, code, at)];
     // the code is sfi's: its deopt data names it
     const deoptSfi = h.isObject(code.deopt) ? h.field(code.deopt, L.arrayData + L.deoptSfi * 8) : null;
     const owner = deoptSfi !== null && h.type(deoptSfi) !== L.types.sfi && h.isObject(deoptSfi) ? h.field(deoptSfi, 8) : deoptSfi;
