@@ -365,7 +365,7 @@ describe('baseline (Sparkplug) frames: the line of the bytecode they run, not wh
   const BASELINE = path.join(__dirname, 'fixtures', 'v8_baseline.js');
   for (const major of MAJORS) {
     const node = NODES.get(major);
-    test(`Node ${major}: the interval's callback at v8_baseline.js:21 and statLoop at :18 (their calls), every baseline frame with a line and no reason`, { skip: !node && `no Node ${major}` }, async () => {
+    test(`Node ${major}: the interval's callback at v8_baseline.js:21 and statLoop at :18 (their calls), hotLoop at its loop, every baseline frame with a line and no reason`, { skip: !node && `no Node ${major}` }, async () => {
       const chains = await namedChains(/** @type {string} */ (node), BASELINE, [], 300, 2);
       const frames = chains.flatMap((c) => c.frames.map((f) => ({ ...f, count: c.count })));
       const baseline = frames.filter((f) => f.kind === 'baseline');
@@ -373,7 +373,9 @@ describe('baseline (Sparkplug) frames: the line of the bytecode they run, not wh
       const count = (list) => list.reduce((n, f) => n + f.count, 0);
       assert.ok(count(ours) >= 5, `baseline frames of v8_baseline.js: ${count(ours)} (all baseline: ${count(baseline)})`);
       for (const f of baseline) assert.ok(f.line && !f.reason, `a baseline frame's line: ${JSON.stringify(f)}`);
-      for (const f of ours) assert.equal(f.line, f.name === 'statLoop' ? 18 : 21, `${f.name}'s line: ${JSON.stringify(f)}`);
+      // (hotLoop itself sometimes runs baseline code too: its loop's lines)
+      const lines = { statLoop: [18], hotLoop: [10, 11] };
+      for (const f of ours) assert.ok((lines[f.name] ?? [21]).includes(f.line), `${f.name}'s line: ${JSON.stringify(f)}`);
     });
   }
 });

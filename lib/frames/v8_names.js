@@ -93,6 +93,8 @@ class V8Names {
     this.heap = new Heap(this.mem, this.layout);
     this.binary = binary;
     this.ranges = null; // runtime address ranges of the interpreter
+    /** @type {number[][]} the node binary's executable mappings ([start, end]), with ranges */
+    this.exeRanges = [];
     this.sfis = new Map(); // sfi -> { nos, script, fdata, info }
     this.scripts = new Map(); // script -> { name, lineEndsObj, info }
     this.codes = new Map(); // code -> { info }
@@ -109,7 +111,9 @@ class V8Names {
     if (!this.ranges) {
       const fileRanges = interpreterRanges(this.binary.file, this.binary.id, this.binary.interpreter?.length ? this.binary.interpreter : undefined);
       this.ranges = [];
+      this.exeRanges = [];
       for (const m of exeMappings(this.pid, this.binary.exe)) {
+        this.exeRanges.push([m.start, m.end]);
         for (const [s, e] of fileRanges) {
           if (s >= m.offset && e <= m.offset + (m.end - m.start)) this.ranges.push([m.start + s - m.offset, m.start + e - m.offset]);
         }
@@ -126,6 +130,12 @@ class V8Names {
       else return true;
     }
     return false;
+  }
+
+  /** Whether `pc` is in the node binary's own code (its executable mappings: builtins, C++), where no V8 heap Code is. */
+  inBinary(pc) {
+    if (!this.ranges) this.interpreted(pc);
+    return this.exeRanges.some(([s, e]) => pc >= s && pc < e);
   }
 
   /** Starts a naming pass: memory read from here on is fresh. */
@@ -259,6 +269,8 @@ class V8Names {
     if (!code || at < code.start || at >= code.start + code.size) {
       // the code on the stack is not the function's current one (leaptiering without
       // the dispatch table, on-stack replacement, replaced code): find it from the pc
+      // (not in the node binary: its embedded builtins are no heap Code)
+      if (this.inBinary(at)) return [this.named(fn, 'unknown', null, "the pc is in the node binary's builtins, not in the function's code: no line", false)];
       code = this.codeAt(at);
       if (!code) {
         // collected since the sample (on-stack-replacement code a GC dropped): what it was named
