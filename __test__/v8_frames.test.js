@@ -406,6 +406,25 @@ describe('inlined functions, flagless: named inside their caller, with file and 
   }
 });
 
+describe('code collected before the window ends', { skip: skip || (!goOk && 'no go toolchain: go tool pprof reads the profiles') }, () => {
+  test('bpf.profile(): osrLoop, whose code V8 drops and full GCs collect before the pull, at its loops\' lines (49-50) in >= 90% of its samples, never where it starts (46)', () => {
+    const dir = fs.mkdtempSync(path.join(tmp, 'collected-'));
+    const r = spawnSync(process.execPath, [SERVICE, 'collected', dir], { encoding: 'utf8', timeout: 60_000, cwd: tmp });
+    assert.equal(r.status, 0, r.stderr);
+    const lines = execFileSync('go', ['tool', 'pprof', '-top', '-lines', '-nodecount=300', path.join(dir, 'collected.pb.gz')], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+    const rows = lines.split('\n').filter((l) => /\sosrLoop( |$)/.test(l));
+    const cum = (l) => {
+      const [, v, unit] = /^([\d.]+)(us|ms|s)$/.exec(l.trim().split(/\s+/)[3]) ?? [, 'NaN', 's'];
+      return Number(v) * { us: 1e-6, ms: 1e-3, s: 1 }[unit];
+    };
+    const all = rows.reduce((n, l) => n + cum(l), 0);
+    const loop = rows.filter((l) => /profile_service\.js:(49|50)$/.test(l)).reduce((n, l) => n + cum(l), 0);
+    assert.ok(all >= 0.5, `osrLoop sampled: ${all} s\n${lines.slice(0, 3000)}`);
+    assert.ok(loop >= 0.9 * all, `osrLoop at its loops' lines in ${loop} of ${all} s:\n${rows.join('\n')}`);
+    assert.deepEqual(rows.filter((l) => /profile_service\.js:46$/.test(l)), [], 'never the line where it starts');
+  });
+});
+
 describe('off CPU, flagless', { skip: skip || (!goOk && 'no go toolchain: go tool pprof reads the profiles') }, () => {
   test('an interpreted function blocked in Atomics.wait: a walked JS frame above the futex frames', () => {
     const B = 8;

@@ -291,16 +291,16 @@ class V8Names {
   }
 
   /**
-   * A baseline (Sparkplug) frame at pc offset `at - code.start`: the
-   * bytecode it runs (the Code's bytecode offset table along the
-   * bytecodes), then its line as an interpreted frame's.
+   * A baseline (Sparkplug) frame at pc offset `at - code.start` of `code`
+   * (the function's: its BytecodeArray `ba`): the bytecode it runs (the
+   * Code's bytecode offset table along the bytecodes), then its line as an
+   * interpreted frame's.
    */
-  baselineFrame(fn, sfi, code, at) {
+  baselineFrame(fn, ba, code, at) {
     const h = this.heap;
     const sizes = this.binary.bytecodeSizes;
     if (!sizes) return this.named(fn, 'baseline', null, "baseline code, and no Bytecodes::kBytecodeSizes in the node binary's symbols: the line where the function starts");
-    const ba = h.type(code.deopt) === this.layout.types.bytecode ? code.deopt : h.bytecode(sfi);
-    const bytecodes = ba ? h.bytecodes(ba) : null;
+    const bytecodes = h.bytecodes(ba);
     const table = h.byteArray(code.positionsObj);
     const offset = bytecodes && table ? baselineBytecodeOffset(table, bytecodes, sizes, at - code.start) : null;
     if (offset === null) return this.named(fn, 'baseline', null, 'baseline code whose bytecode offset table could not be read: the line where the function starts');
@@ -316,7 +316,12 @@ class V8Names {
     const h = this.heap;
     const L = this.layout;
     const kind = code.kind === L.codeKindBaseline ? 'baseline' : code.kind === L.codeKindBaseline + 1 ? 'maglev' : code.kind === L.codeKindBaseline + 2 ? 'turbofan' : 'compiled';
-    if (kind === 'baseline') return [this.baselineFrame(fn, sfi, code, at)];
+    if (kind === 'baseline') {
+      // the code is sfi's: its BytecodeArray is the function's (else another function's code took the memory)
+      const ba = h.type(code.deopt) === L.types.bytecode ? code.deopt : null;
+      if (ba === null || ba !== h.bytecode(sfi)) return null;
+      return [this.baselineFrame(fn, ba, code, at)];
+    }
     // the code is sfi's: its deopt data names it
     const deoptSfi = h.isObject(code.deopt) ? h.field(code.deopt, L.arrayData + L.deoptSfi * 8) : null;
     const owner = deoptSfi !== null && h.type(deoptSfi) !== L.types.sfi && h.isObject(deoptSfi) ? h.field(deoptSfi, 8) : deoptSfi;
