@@ -208,6 +208,7 @@ const NAMING = true;
 const todo = false;
 const STACKCOUNT = path.join(__dirname, '..', 'examples', 'stackcount.js');
 const HOT_LINES = [5, 9]; // hotLoopNf in fixtures/v8_hot.js
+const HOT_LOOP_LINE = 7; // its loop: not the line where it starts
 
 describe('named, on flagless nodes', { skip }, () => {
   for (const major of MAJORS) {
@@ -237,6 +238,7 @@ function assertHotLoopNf(pid, label = `Node ${process.versions.node}`) {
   assert.equal(r.status, 0, r.stderr);
   let samples = 0;
   let named = 0;
+  let loop = 0;
   for (const line of r.stdout.trim().split('\n')) {
     const m = /^(.*) (\d+)$/.exec(line);
     if (!m || /^V8Worker|^node-libbpf/.test(m[1])) continue;
@@ -248,9 +250,12 @@ function assertHotLoopNf(pid, label = `Node ${process.versions.node}`) {
     assert.equal(path.basename(where[1]), 'v8_hot.js', frame);
     assert.ok(Number(where[2]) >= HOT_LINES[0] && Number(where[2]) <= HOT_LINES[1], `a line of hotLoopNf: ${frame}`);
     named += Number(m[2]);
+    if (Number(where[2]) === HOT_LOOP_LINE) loop += Number(m[2]);
   }
   assert.ok(samples >= 100, `${samples} samples`);
   assert.ok(named >= 0.9 * samples, `hotLoopNf named in ${named} of ${samples} samples:\n${r.stdout.slice(0, 3000)}`);
+  // the line of the pc (its loop), not the line where the function starts
+  assert.ok(loop >= 0.9 * named, `hotLoopNf at its loop's line ${HOT_LOOP_LINE} in ${loop} of its ${named} samples:\n${r.stdout.slice(0, 3000)}`);
   console.log(`# ${label}: stackcount -p ${pid}: hotLoopNf named in ${named} of ${samples} samples (${((100 * named) / samples).toFixed(1)}%)`);
 }
 
@@ -264,6 +269,25 @@ function selfProfile(node, prefix = []) {
   const r = spawnSync(cmd, args, { encoding: 'utf8', timeout: 60_000, cwd: tmp });
   assert.equal(r.status, 0, `${[cmd, ...args].join(' ')}: ${r.stderr}`);
   return { out: JSON.parse(r.stdout.trim().split('\n').pop()), file: path.join(dir, 'cpu.pb.gz') };
+}
+
+/**
+ * The lines of function `name` of the service fixture: where it starts, and
+ * its loops' (the line before its \`while (\` to its \`for (\`).
+ */
+function fixtureLines(name) {
+  const source = fs.readFileSync(SERVICE, 'utf8').split('\n');
+  const start = source.findIndex((l) => l.startsWith(`function ${name}(`));
+  const w = source.findIndex((l, i) => i > start && l.includes('while ('));
+  const f = source.findIndex((l, i) => i > w && l.includes('for ('));
+  assert.ok(start >= 0 && w > start && f > w, `${name} in ${SERVICE}`);
+  return { start: start + 1, loop: Array.from({ length: f - w + 2 }, (_, i) => w + i) };
+}
+
+/** The cum column of a `go tool pprof -top` row, in seconds. */
+function pprofSeconds(row) {
+  const [, v, unit] = /^([\d.]+)(us|ms|s)$/.exec(row.trim().split(/\s+/)[3]) ?? [, 'NaN', 's'];
+  return Number(v) * { us: 1e-6, ms: 1e-3, s: 1 }[unit];
 }
 
 /**
@@ -286,6 +310,13 @@ function assertHotLoop({ file }, label = `Node ${process.versions.node}`) {
   const lines = pprof(['-top', '-lines', '-nodecount=300']);
   const at = /hotLoop \S*profile_service\.js:(\d+)/.exec(lines);
   assert.ok(first > 0 && at && Number(at[1]) >= first && Number(at[1]) <= last, `hotLoop's file and line (${first}-${last}):\n${lines.slice(0, 3000)}`);
+  // >= 90% of its samples at its loops' lines (its code on-stack-replaced, then collected before the
+  // window's end, once gave the line where it starts)
+  const { loop: loopAt } = fixtureLines('hotLoop');
+  const rows = lines.split('\n').filter((l) => /\shotLoop( |$)/.test(l));
+  const all = rows.reduce((n, l) => n + pprofSeconds(l), 0);
+  const inLoop = rows.filter((l) => loopAt.includes(Number(/profile_service\.js:(\d+)$/.exec(l)?.[1]))).reduce((n, l) => n + pprofSeconds(l), 0);
+  assert.ok(inLoop >= 0.9 * all, `hotLoop at its loops' lines (${loopAt}) in ${inLoop} of ${all} s:\n${rows.join('\n')}`);
   const total = /Total samples = ([\d.]+m?s)/.exec(top)?.[1];
   console.log(`# ${label}: bpf.profile(): hotLoop ${cum}% cum of the main thread's ${total} of samples, at profile_service.js:${at[1]}`);
   return cum;
@@ -363,6 +394,166 @@ describe('in every way a user runs it (flagless)', { skip: skip || (!goOk && 'no
   });
 });
 
+/**
+ * The named chains (innermost first: inlined functions, then their caller) of
+ * `script`'s main thread under flagless `node` (`args` after the script),
+ * sampled for `seconds` after `delayMs`: [{ count, frames: [{ name, file, line, kind, inlined }] }].
+ */
+async function namedChains(node, script, args, delayMs, seconds) {
+  const child = spawn(node, [script, ...args], { stdio: ['ignore', 'ignore', 'inherit'], cwd: tmp });
+  try {
+    await sleep(delayMs);
+    const { obj, symbolizer, error } = sampler(/** @type {number} */ (child.pid));
+    try {
+      assert.equal(error, null, `the layout: ${error?.message}`);
+      await sleep(seconds * 1000);
+      obj.detachAll();
+      const entries = stacks.readStacks(obj).filter((e) => e.pid === child.pid && e.comm !== 'V8Worker' && e.v8);
+      return entries.map((e) => ({ count: e.count, frames: symbolizer.v8.namesOf(/** @type {number} */ (child.pid), symbolizer.v8.align(e.user, e.v8)).flatMap((n) => n ?? []) }));
+    } finally {
+      obj.close();
+    }
+  } finally {
+    child.kill();
+  }
+}
+
+/** Samples whose chain has `inner` inlined directly above `caller` (by `kind`, at `file`:`line`), of those with `caller`. */
+function inlinedIn(chains, inner, caller, { kind, file, line }) {
+  let callers = 0;
+  let inside = 0;
+  const bad = [];
+  for (const c of chains) {
+    const at = c.frames.findIndex((f) => f.name === caller);
+    if (at < 0) continue;
+    callers += c.count;
+    const f = c.frames[at - 1];
+    if (f?.name !== inner || !f.inlined || f.kind !== kind) continue;
+    if (path.basename(f.file ?? '') === file && f.line === line) inside += c.count;
+    else bad.push(`${f.name} ${f.file}:${f.line}`);
+  }
+  assert.deepEqual(bad, [], `${inner}'s file and line`);
+  return { callers, inside };
+}
+
+describe('which pc: the sampled one for the innermost frame, pc - 1 (the call) for a return address', { skip }, () => {
+  const { positionAt, splitPosition, lineOf } = require('../lib/frames/v8_heap');
+  for (const major of MAJORS) {
+    const node = NODES.get(major);
+    test(`Node ${major}: readStacks marks the first walked frame innermost; at a source position's first instruction, the innermost frame gets that position's line, a caller frame the one before`, { skip: !node && `no Node ${major}` }, async () => {
+      const hot = startHot(/** @type {string} */ (node));
+      try {
+        await hot.ready;
+        const pid = /** @type {number} */ (hot.child.pid);
+        const { obj, symbolizer, error } = sampler(pid);
+        let walked;
+        try {
+          assert.equal(error, null, error?.message);
+          await sleep(1500);
+          obj.detachAll();
+          walked = [...symbolizer.v8.readStacks(obj).values()];
+        } finally {
+          obj.close();
+        }
+        for (const st of walked) st.frames.forEach((f, i) => assert.equal(f.innermost === true, i === 0, `frame ${i} of ${st.depth}`));
+        const v8 = symbolizer.v8;
+        // a compiled frame, its Code, and a position boundary (the function's own, not inlined) where the line changes
+        const tops = walked.map((st) => st.frames[0]).filter((f) => f.sfi);
+        v8.namesOf(pid, tops);
+        const names = v8.process(pid).names;
+        const h = names.heap;
+        let found = null;
+        for (const f of tops) {
+          // (hotLoopNf, or its caller where that inlines it: Maglev on Node 26)
+          if (names.interpreted(Number(f.pc)) || !names.function(Number(f.sfi))?.file) continue;
+          let code = f.code ? h.code(Number(f.code)) : null;
+          if (!code || Number(f.pc) < code.start || Number(f.pc) >= code.start + code.size) code = names.codeAt(Number(f.pc));
+          const table = code && h.byteArray(code.positionsObj);
+          if (!table) continue;
+          const fn = names.function(Number(f.sfi));
+          const lineAt = (off) => {
+            const p = splitPosition(positionAt(table, off, names.layout.positionCodeShift));
+            return p && p.inlining < 0 ? lineOf(fn.lineEnds, p.offset)?.line : undefined;
+          };
+          for (let b = 1; b < code.size && !found; b++) {
+            const [before, at] = [lineAt(b - 1), lineAt(b)];
+            if (before !== undefined && at !== undefined && before !== at) found = { f, pc: BigInt(code.start + b), before, at };
+          }
+          if (found) break;
+        }
+        assert.ok(found, `a compiled frame with a line boundary in its code (of ${tops.length} innermost frames)`);
+        const [inner] = v8.namesOf(pid, [{ ...found.f, pc: found.pc, innermost: true }]);
+        const [caller] = v8.namesOf(pid, [{ ...found.f, pc: found.pc, innermost: false }]);
+        assert.equal(inner?.[0]?.line, found.at, `innermost at pc: ${JSON.stringify(inner)}`);
+        assert.equal(caller?.[0]?.line, found.before, `caller at pc - 1: ${JSON.stringify(caller)}`);
+      } finally {
+        hot.stop();
+      }
+    });
+  }
+});
+
+describe('baseline (Sparkplug) frames: the line of the bytecode they run, not where the function starts', { skip }, () => {
+  const BASELINE = path.join(__dirname, 'fixtures', 'v8_baseline.js');
+  for (const major of MAJORS) {
+    const node = NODES.get(major);
+    test(`Node ${major}: the interval's callback at v8_baseline.js:21 and statLoop at :18 (their calls), hotLoop at its loop, every baseline frame with a line and no reason`, { skip: !node && `no Node ${major}` }, async () => {
+      const chains = await namedChains(/** @type {string} */ (node), BASELINE, [], 300, 2);
+      const frames = chains.flatMap((c) => c.frames.map((f) => ({ ...f, count: c.count })));
+      const baseline = frames.filter((f) => f.kind === 'baseline');
+      const ours = baseline.filter((f) => path.basename(f.file ?? '') === 'v8_baseline.js');
+      const count = (list) => list.reduce((n, f) => n + f.count, 0);
+      assert.ok(count(ours) >= 5, `baseline frames of v8_baseline.js: ${count(ours)} (all baseline: ${count(baseline)})`);
+      for (const f of baseline) assert.ok(f.line && !f.reason, `a baseline frame's line: ${JSON.stringify(f)}`);
+      // (hotLoop itself sometimes runs baseline code too: its loop's lines)
+      const lines = { statLoop: [18], hotLoop: [10, 11] };
+      for (const f of ours) assert.ok((lines[f.name] ?? [21]).includes(f.line), `${f.name}'s line: ${JSON.stringify(f)}`);
+    });
+  }
+});
+
+const INLINE = path.join(__dirname, 'fixtures', 'turbofan_inline.js');
+const MAGLEV_INLINE = path.join(__dirname, '..', 'examples', 'workloads', 'inlined.js');
+
+describe('inlined functions, flagless: named inside their caller, with file and line', { skip }, () => {
+  for (const major of MAJORS) {
+    const node = NODES.get(major);
+    test(`Node ${major}: TurboFan inlines helper into outer: helper (turbofan_inline.js:4) directly above outer in >= 50% of outer's samples`, { skip: !node && `no Node ${major}` }, async () => {
+      const chains = await namedChains(/** @type {string} */ (node), INLINE, ['8000'], 1000, 1.5);
+      const { callers, inside } = inlinedIn(chains, 'helper', 'outer', { kind: 'turbofan', file: 'turbofan_inline.js', line: 4 });
+      assert.ok(callers >= 50, `${callers} samples in outer`);
+      assert.ok(inside >= 0.5 * callers, `helper inlined above outer in ${inside} of ${callers} samples`);
+    });
+  }
+  for (const major of ['24', '26']) {
+    const node = NODES.get(major);
+    // (Node 22's Maglev did not inline it here: its TurboFan did, above)
+    test(`Node ${major}: Maglev inlines hotLoopX into l: hotLoopX (inlined.js:8, its loop) directly above l in >= 50% of l's samples`, { skip: !node && `no Node ${major}` }, async () => {
+      const chains = await namedChains(/** @type {string} */ (node), MAGLEV_INLINE, ['6000'], 1000, 1.5);
+      const { callers, inside } = inlinedIn(chains, 'hotLoopX', 'l', { kind: 'maglev', file: 'inlined.js', line: 8 });
+      assert.ok(callers >= 50, `${callers} samples in l`);
+      assert.ok(inside >= 0.5 * callers, `hotLoopX inlined above l in ${inside} of ${callers} samples`);
+    });
+  }
+});
+
+describe('code collected before the window ends', { skip: skip || (!goOk && 'no go toolchain: go tool pprof reads the profiles') }, () => {
+  const { start, loop: loopAt } = fixtureLines('osrLoop');
+  test(`bpf.profile(): osrLoop, whose code V8 drops and full GCs collect before the pull, at its loops' lines (${loopAt}) in >= 90% of its samples, never where it starts (${start})`, () => {
+    const dir = fs.mkdtempSync(path.join(tmp, 'collected-'));
+    const r = spawnSync(process.execPath, [SERVICE, 'collected', dir], { encoding: 'utf8', timeout: 60_000, cwd: tmp });
+    assert.equal(r.status, 0, r.stderr);
+    const lines = execFileSync('go', ['tool', 'pprof', '-top', '-lines', '-nodecount=300', path.join(dir, 'collected.pb.gz')], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+    const rows = lines.split('\n').filter((l) => /\sosrLoop( |$)/.test(l));
+    const lineOfRow = (l) => Number(/profile_service\.js:(\d+)$/.exec(l)?.[1]);
+    const all = rows.reduce((n, l) => n + pprofSeconds(l), 0);
+    const loop = rows.filter((l) => loopAt.includes(lineOfRow(l))).reduce((n, l) => n + pprofSeconds(l), 0);
+    assert.ok(all >= 0.5, `osrLoop sampled: ${all} s\n${lines.slice(0, 3000)}`);
+    assert.ok(loop >= 0.9 * all, `osrLoop at its loops' lines in ${loop} of ${all} s:\n${rows.join('\n')}`);
+    assert.deepEqual(rows.filter((l) => lineOfRow(l) === start), [], 'never the line where it starts');
+  });
+});
+
 describe('off CPU, flagless', { skip: skip || (!goOk && 'no go toolchain: go tool pprof reads the profiles') }, () => {
   test('an interpreted function blocked in Atomics.wait: a walked JS frame above the futex frames', () => {
     const B = 8;
@@ -379,6 +570,11 @@ describe('off CPU, flagless', { skip: skip || (!goOk && 'no go toolchain: go too
       const js = t.findIndex((f, i) => i > futex && (NAMING ? /^waitHere$/ : /^\[JS sfi=0x[0-9a-f]+\]$/).test(f));
       assert.ok(futex >= 0 && js > futex, `a JS frame above the futex frames: ${t.join(' <- ')}`);
     }
+    // interpreted: the line from its bytecode offset (Atomics.wait's line, not the function's first)
+    const lines = execFileSync('go', ['tool', 'pprof', '-traces', '-lines', '-tagfocus=off_cpu_state=blocked', path.join(dir, 'offcpu.pb.gz')], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+    const want = fs.readFileSync(SERVICE, 'utf8').split('\n').findIndex((l) => l.includes('return Atomics.wait(shared')) + 1;
+    const at = [...lines.matchAll(/ waitHere \S*profile_service\.js:(\d+)/g)].map((m) => Number(m[1]));
+    assert.ok(want > 0 && at.length && at.every((l) => l === want), `waitHere at profile_service.js:${want} (Atomics.wait): ${at}`);
   });
 });
 

@@ -14,7 +14,7 @@ const path = require('node:path');
 const { bpf, objectPath, sleep, prng } = require('./helpers');
 const { V8Frames, binaryOf, binaryLayout, v8dbgValues } = require('../lib/frames/v8');
 const { V8Names, interpreterRanges } = require('../lib/frames/v8_names');
-const { Memory, heapLayout, positionAt, lineOf } = require('../lib/frames/v8_heap');
+const { Memory, heapLayout, positionAt, baselineBytecodeOffset, lineOf } = require('../lib/frames/v8_heap');
 const { testNode, cacheOf, cachedReleases } = require('../scripts/nodes');
 
 const HOT = path.join(__dirname, 'fixtures', 'v8_hot.js');
@@ -95,7 +95,19 @@ describe('the memory reader', () => {
       const table = Buffer.from(Array.from({ length: Math.floor(rand() * 512) }, () => Math.floor(rand() * 256)));
       const r = positionAt(table, Math.floor(rand() * 5000), 1 + (i % 2));
       assert.ok(r === null || typeof r === 'bigint');
+      // baseline code's bytecode offset table, walked along random bytecodes with random sizes (0 included)
+      const bytecodes = Buffer.from(Array.from({ length: Math.floor(rand() * 256) }, () => Math.floor(rand() * 256)));
+      const sizes = Buffer.from(Array.from({ length: 3 * (1 + Math.floor(rand() * 220)) }, () => Math.floor(rand() * 8)));
+      const b = baselineBytecodeOffset(table, bytecodes, sizes, Math.floor(rand() * 5000));
+      assert.ok(b === null || (Number.isInteger(b) && b >= -1 && b < bytecodes.length), String(b));
     }
+    // a known walk: prologue 4 bytes; LdaZero (size 1), Wide-prefixed bytecode 5 (double size 3: 1 + 3), bytecode 6 (size 2)
+    const sizes = Buffer.alloc(3 * 8, 1);
+    sizes[6] = 2;
+    sizes[8 + 5] = 3;
+    const table = Buffer.from([4, 3, 10, 5]);
+    const bytecodes = Buffer.from([7, 0, 5, 0, 0, 6, 0]);
+    assert.deepEqual([0, 3, 4, 6, 7, 16, 17, 21, 22].map((at) => baselineBytecodeOffset(table, bytecodes, sizes, at)), [-1, -1, 0, 0, 1, 1, 5, 5, null]);
     assert.deepEqual(lineOf(Int32Array.from([9, 19, 29]), 12), { line: 2, column: 3 });
     assert.equal(lineOf(Int32Array.from([9, 19, 29]), 30), null);
     assert.equal(lineOf(null, 3), null);

@@ -55,8 +55,13 @@ const MACHINES = { 62: 'x64', 183: 'arm64' };
 /**
  * The v8dbg_* values (u32 each), V8's version and the architecture of the
  * ELF file `file` (.dynsym, then .symtab; x86_64 or aarch64, the same
- * tables): `{ values: Map(name -> number), version: [major, minor, build],
- * arch: 'x64' | 'arm64' | undefined (another machine), machine: e_machine }`.
+ * tables), and the file ranges of its interpreter's code (.symtab's
+ * Builtins_Interpreter* and bytecode handlers): `{ values: Map(name ->
+ * number), version: [major, minor, build], interpreter: [[fileOffset, end]],
+ * bytecodeSizes, arch: 'x64' | 'arm64' | undefined (another machine),
+ * machine: e_machine }`. Only these names are decoded (a byte compare
+ * first): the first read of a node binary takes tens of milliseconds, not
+ * the ~0.7 s of all its symbols.
  */
 function v8dbgValues(file) {
   const fd = fs.openSync(file, 'r');
@@ -78,10 +83,13 @@ function v8dbgValues(file) {
     }));
     const values = new Map();
     const version = [];
+    /** @type {number[][]} the interpreter's code: [fileOffset, end] of each symbol (.symtab's) */
+    const interpreter = [];
+    /** @type {Buffer|null} */
+    let bytecodeSizes = null;
     const VERSION = { _ZN2v88internal7Version6major_E: 0, _ZN2v88internal7Version6minor_E: 1, _ZN2v88internal7Version6build_E: 2 };
-    // .dynsym first (small); .symtab (large) only for what it lacks
+    // .dynsym first (small), then .symtab (large): what .dynsym lacks, and the interpreter's symbols
     for (const symtab of [...sections.filter((s) => s.type === 11), ...sections.filter((s) => s.type === 2)]) {
-      if (symtab.type === 2 && values.size && version.length === 3) break;
       const strtab = sections[symtab.link];
       if (!strtab || symtab.size > SYMTAB_MAX_BYTES || strtab.size > SYMTAB_MAX_BYTES) continue;
       const syms = readAt(fd, symtab.offset, symtab.size);
@@ -89,10 +97,30 @@ function v8dbgValues(file) {
       for (let at = 0; at + 24 <= syms.length; at += 24) {
         const nameAt = syms.readUInt32LE(at);
         if (nameAt >= names.length) continue;
-        // most names are neither (a byte compare before decoding any)
-        if (!startsWith(names, nameAt, V8DBG) && !startsWith(names, nameAt, VERSION_PREFIX)) continue;
+        const c = names[nameAt];
+        if (c !== 0x76 && c !== 0x5f && c !== 0x42) continue; // (v8dbg_, _ZN2v8, Builtins_)
+        // most names are none of these (a byte compare before decoding any)
+        const builtin = symtab.type === 2 && startsWith(names, nameAt, BUILTINS);
+        if (!builtin && !startsWith(names, nameAt, V8DBG) && !startsWith(names, nameAt, VERSION_PREFIX) && !startsWith(names, nameAt, BYTECODE_SIZES)) continue;
         const end = names.indexOf(0, nameAt);
         const name = names.toString('latin1', nameAt, end < 0 ? names.length : end);
+        if (builtin) {
+          // Builtins_InterpreterEntryTrampoline*, Builtins_InterpreterEnterAt*, the bytecode handlers
+          if (!INTERPRETER.test(name) || interpreter.length >= MAX_INTERPRETER_SYMBOLS) continue;
+          const section = sections[syms.readUInt16LE(at + 6)];
+          const value = Number(syms.readBigUInt64LE(at + 8));
+          const size = Number(syms.readBigUInt64LE(at + 16));
+          if (section && size > 0 && value >= section.addr && value + size <= section.addr + section.size) interpreter.push([section.offset + value - section.addr, section.offset + value - section.addr + size]);
+          continue;
+        }
+        if (name === BYTECODE_SIZES_NAME) {
+          // Bytecodes::kBytecodeSizes[3][count] (u8: single, double, quadruple operand scale): baseline frames' lines
+          const section = sections[syms.readUInt16LE(at + 6)];
+          const value = Number(syms.readBigUInt64LE(at + 8));
+          const size = Number(syms.readBigUInt64LE(at + 16));
+          if (section && section.type !== 8 && size > 0 && size % 3 === 0 && size <= 3 * 1024 && value >= section.addr && value + size <= section.addr + section.size) bytecodeSizes = readAt(fd, section.offset + value - section.addr, size);
+          continue;
+        }
         const isVersion = name in VERSION;
         if (!isVersion && !name.startsWith('v8dbg_')) continue;
         const shndx = syms.readUInt16LE(at + 6);
@@ -104,14 +132,20 @@ function v8dbgValues(file) {
         else if (!values.has(name)) values.set(name, v);
       }
     }
-    return { values, version, arch: MACHINES[machine], machine };
+    interpreter.sort((a, b) => a[0] - b[0]);
+    return { values, version, interpreter, bytecodeSizes, arch: MACHINES[machine], machine };
   } finally {
     fs.closeSync(fd);
   }
 }
 
 const V8DBG = Buffer.from('v8dbg_');
+const BUILTINS = Buffer.from('Builtins_');
+const INTERPRETER = /^Builtins_(InterpreterEntryTrampoline|InterpreterEnterAt|\w+Handler$)/;
+const MAX_INTERPRETER_SYMBOLS = 8192;
 const VERSION_PREFIX = Buffer.from('_ZN2v88internal7Version6');
+const BYTECODE_SIZES_NAME = '_ZN2v88internal11interpreter9Bytecodes14kBytecodeSizesE';
+const BYTECODE_SIZES = Buffer.from(BYTECODE_SIZES_NAME);
 
 /** Whether `buf` holds `prefix` at `at`. */
 function startsWith(buf, at, prefix) {
@@ -230,6 +264,15 @@ function frameLabel(f) {
   return `${f.name} ${f.file}:${f.line ?? 0}:${f.column ?? 0}`;
 }
 
+/**
+ * Marks the first of walked `frames` innermost: its pc is the sampled ip,
+ * looked up as is; every other pc is a return address (looked up at pc - 1).
+ */
+function innermostFirst(frames) {
+  if (frames.length) frames[0].innermost = true;
+  return frames;
+}
+
 class V8Frames {
   /** @param {any} [bpf] what has V8Symbolizer: the addon (default) or the package entry */
   constructor(bpf = native) {
@@ -288,9 +331,43 @@ class V8Frames {
   readStacks(obj) {
     const out = new Map();
     for (const [key, s] of obj.getMap('v8_stacks').getBatch()) {
-      out.set(key, { depth: s.depth, flags: s.flags, frames: s.frames.slice(0, Math.min(s.depth, s.frames.length)) });
+      out.set(key, { depth: s.depth, flags: s.flags, frames: innermostFirst(s.frames.slice(0, Math.min(s.depth, s.frames.length))) });
     }
     return out;
+  }
+
+  /**
+   * Names the JS frames of the stacks `obj`'s walk kept since the last
+   * call (its v8_stacks map; `seen`: the keys and pcs already primed, a Set
+   * the caller empties with the map) for process `pid`, so that a frame whose
+   * code V8 drops before the window ends (on-stack-replacement code a GC
+   * collects) keeps the line it had (lib/frames/v8_names.js's seen).
+   * Returns the frames named; 0 where the naming is not from memory.
+   */
+  prime(obj, pid, seen) {
+    const p = this.process(pid);
+    if (p.error || p.symbolizer) return 0;
+    const map = obj.getMap('v8_stacks');
+    const fresh = map.keys().filter((k) => !seen.has(String(k)));
+    if (!fresh.length) return 0;
+    if (!this.opened(p, pid)) return 0;
+    const frames = [];
+    for (const k of fresh) {
+      seen.add(String(k));
+      const s = map.get(k);
+      if (!s) continue;
+      // each pc once a window (stacks differ by one frame; most of their pcs are named already)
+      for (const f of innermostFirst(s.frames.slice(0, Math.min(s.depth, s.frames.length)))) {
+        const at = `${f.innermost ? 'i' : 'r'}${f.pc}`;
+        if (!f.sfi || seen.has(at)) continue;
+        seen.add(at);
+        // (an interpreted frame is named from its SFI and bytecode offset: no code to lose)
+        if (p.names.interpreted(Number(f.pc))) continue;
+        frames.push(f);
+      }
+    }
+    this.namesOf(pid, frames);
+    return frames.length;
   }
 
   /**
@@ -326,6 +403,19 @@ class V8Frames {
     return this.namesOf(pid, [frame])[0];
   }
 
+  /** Whether process `p` (this.process(pid)'s) is named from its memory: its V8Names, opened once. */
+  opened(p, pid) {
+    if (p.names === undefined && !p.error) {
+      try {
+        p.names = new V8Names(pid, binaryOf(pid));
+      } catch (err) {
+        p.names = null;
+        p.namesError = err; // (ERR_V8_MEMORY: the privilege to read its memory)
+      }
+    }
+    return Boolean(p.names);
+  }
+
   /** frameNames of each of `frames`, in one call to the naming. */
   namesOf(pid, frames) {
     const out = frames.map(() => null);
@@ -350,18 +440,10 @@ class V8Frames {
       }
     }
     // named from the process's memory (lib/frames/v8_names.js)
-    if (p.names === undefined && !p.error) {
-      try {
-        p.names = new V8Names(pid, binaryOf(pid));
-      } catch (err) {
-        p.names = null;
-        p.namesError = err; // (ERR_V8_MEMORY: the privilege to read its memory)
-      }
-    }
-    if (p.names) {
+    if (this.opened(p, pid)) {
       p.names.epoch();
       for (const [f, i] of js) {
-        const list = p.names.frame(f);
+        const list = p.names.frame(f, f.innermost === true);
         out[i] = list.map((g, k) => ({ ...g, inlined: k < list.length - 1, label: frameLabel(g) }));
       }
       return out;

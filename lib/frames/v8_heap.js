@@ -367,7 +367,14 @@ class Heap {
       scriptType = this.type(script) === L.types.sfi ? this.type((script = this.field(script, L.sfiScript))) : null;
     }
     if (scriptType !== L.types.script) script = null;
-    // the function's code data: BytecodeArray, InterpreterData (its bytecode), baseline Code (its bytecode), UncompiledData
+    const { data, dataType } = this.functionData(sfi);
+    if (L.uncompiled.includes(dataType) && start === null) start = this.mem.i32(data - 1 + L.uncompiledStart);
+    return { name, script, start, bytecode: dataType === L.types.bytecode ? data : null };
+  }
+
+  /** SFI `sfi`'s code data and its type: its BytecodeArray (also through InterpreterData or baseline Code), or UncompiledData. */
+  functionData(sfi) {
+    const L = this.L;
     let data = this.field(sfi, L.sfiFunctionData);
     let dataType = this.type(data);
     if (dataType === L.types.interpreterData) {
@@ -377,8 +384,13 @@ class Heap {
       data = this.field(data, L.codeDeopt);
       dataType = this.type(data);
     }
-    if (L.uncompiled.includes(dataType) && start === null) start = this.mem.i32(data - 1 + L.uncompiledStart);
-    return { name, script, start, bytecode: dataType === L.types.bytecode ? data : null };
+    return { data, dataType };
+  }
+
+  /** SFI `sfi`'s BytecodeArray now (flushed or replaced since it was cached: read afresh), or null. */
+  bytecode(sfi) {
+    const { data, dataType } = this.functionData(sfi);
+    return dataType === this.L.types.bytecode ? data : null;
   }
 
   /** A ScopeInfo's function name ('' where none) and start position (or null). */
@@ -462,6 +474,15 @@ class Heap {
     return this.mem.read(arr - 1 + this.L.arrayData, n);
   }
 
+  /** BytecodeArray `ba`'s bytecodes (capped), or null. */
+  bytecodes(ba) {
+    const L = this.L;
+    if (this.type(ba) !== L.types.bytecode) return null;
+    const n = this.smiField(ba, L.arrayLength);
+    if (n === null || n < 0 || n > MAX_TABLE) return null;
+    return this.mem.read(ba - 1 + L.bytecodeData, n);
+  }
+
   /** BytecodeArray `ba`'s source position table (bytes), or null (none collected: lazy source positions). */
   bytecodePositions(ba) {
     const t = this.field(ba, this.L.bytecodePositions);
@@ -490,20 +511,44 @@ class Heap {
     const L = this.L;
     if (L.types.instructionStream === undefined || L.streamInstructions === undefined) return null;
     const top = pc - (pc % 32);
+    // (once the map is known, a candidate's map word is compared in the cached page: no BigInt)
+    const lo = this.streamMap === undefined ? 0 : this.streamMap % 2 ** 32;
+    const hi = this.streamMap === undefined ? 0 : Math.floor(this.streamMap / 2 ** 32);
     for (let s = top; s > top - MAX_CODE_SCAN; s -= 32) {
       const stream = s - L.streamInstructions + 1;
+      const mapAt = stream - 1 + L.map;
+      if (this.streamMap !== undefined && mapAt % PAGE <= PAGE - 8 && mapAt > PAGE) {
+        const page = this.mem.page(mapAt - (mapAt % PAGE));
+        if (!page) return null;
+        if (page.readUInt32LE(mapAt % PAGE) !== lo || page.readUInt32LE((mapAt % PAGE) + 4) !== hi) continue;
+      }
       const map = this.field(stream, L.map);
       if (map === null) return null;
       if (map !== this.streamMap) {
         if (this.streamMap !== undefined || !this.isObject(map) || this.mem.u16(map - 1 + L.instanceType) !== L.types.instructionStream) continue;
+        return this.learnStreamMap(map) && this.codeAt(pc); // (one map for all of them: the fast scan from here)
       }
       const addr = this.field(stream, L.streamCode);
       const code = this.code(addr);
       if (!code || code.start !== s) continue;
-      this.streamMap = map; // (one map for all of them)
+      // the nearest code below pc: pc is in it, or in no code (its own collected, or not V8 heap code)
       return pc < code.start + code.size ? { addr, ...code } : null;
     }
     return null;
+  }
+
+  /**
+   * Remembers `map` as the InstructionStream map (codeAt compares it in the
+   * cached pages from then on); true if it is one. Also from a Code the
+   * walk recorded (`fromCode`: h.code's), where the scan has found none yet.
+   */
+  learnStreamMap(map, fromCode = undefined) {
+    const L = this.L;
+    if (this.streamMap !== undefined || L.types.instructionStream === undefined || L.streamInstructions === undefined) return false;
+    if (fromCode) map = this.field(fromCode.start - L.streamInstructions + 1, L.map);
+    if (!this.isObject(map) || this.mem.u16(map - 1 + L.instanceType) !== L.types.instructionStream) return false;
+    this.streamMap = map;
+    return true;
   }
 
   /**
@@ -547,32 +592,77 @@ class Heap {
  * are flags: V8 <= 13, 1 (a zigzag sign: the statement flag); V8 14, 2.
  */
 function positionAt(table, offset, codeShift = 1) {
+  // (Numbers, not BigInts: a raw position has 47 bits, a VLQ past 49 bits is garbage)
   let at = 0;
   const uvlq = () => {
-    let v = 0n;
-    for (let shift = 0n; shift < 70n; shift += 7n) {
+    let v = 0;
+    for (let scale = 1; scale < 2 ** 49; scale *= 128) {
       if (at >= table.length) return null;
       const b = table[at++];
-      v |= BigInt(b & 0x7f) << shift;
+      v += (b & 0x7f) * scale;
       if (!(b & 0x80)) return v;
     }
     return null;
   };
-  const shift = BigInt(codeShift);
-  let code = -1n;
-  let pos = 0n;
+  const div = 2 ** codeShift;
+  let code = -1;
+  let pos = 0;
   let found = null;
   while (at < table.length) {
     const d = uvlq();
-    if (d === null) return found;
-    code += d >> shift;
-    if (code > BigInt(offset)) break;
+    if (d === null) break;
+    code += Math.floor(d / div);
+    if (code > offset) break;
     const p = uvlq();
-    if (p === null) return found;
-    pos += (p >> 1n) ^ -(p & 1n);
+    if (p === null) break;
+    pos += p % 2 ? -(p + 1) / 2 : p / 2;
     found = pos;
   }
-  return found;
+  return found === null || !Number.isSafeInteger(found) ? null : BigInt(found);
+}
+
+/**
+ * The bytecode offset that baseline (Sparkplug) code's pc offset `at`
+ * runs, from its bytecode offset table `table` (one unsigned VLQ per
+ * bytecode: the end of its machine code, as a delta; the first: the
+ * prologue's) walked along the bytecodes `bytecodes` (their sizes from
+ * V8's Bytecodes::kBytecodeSizes `sizes`: [single | double | quadruple
+ * operand scale][bytecode]; Wide, ExtraWide and their DebugBreak forms,
+ * bytecodes 0-3, are the scaling prefixes). -1: the prologue; null: out of
+ * the table or garbage. Bounded by the table and the bytecodes.
+ */
+function baselineBytecodeOffset(table, bytecodes, sizes, at) {
+  const count = sizes.length / 3;
+  let i = 0;
+  const uvlq = () => {
+    let v = 0;
+    for (let scale = 1; scale < 2 ** 35; scale *= 128) {
+      if (i >= table.length) return null;
+      const b = table[i++];
+      v += (b & 0x7f) * scale;
+      if (!(b & 0x80)) return v;
+    }
+    return null;
+  };
+  let end = uvlq();
+  if (end === null) return null;
+  if (at < end) return -1;
+  let offset = 0; // the bytecode iterator's
+  while (offset < bytecodes.length) {
+    const d = uvlq();
+    if (d === null) return null;
+    end += d;
+    const b = bytecodes[offset];
+    const prefix = b <= 3 ? 1 : 0;
+    const scale = prefix ? (b === 0 || b === 2 ? 1 : 2) : 0;
+    const op = bytecodes[offset + prefix];
+    if (op === undefined || op >= count) return null;
+    const size = prefix + sizes[scale * count + op];
+    if (size <= prefix) return null;
+    if (at < end) return offset;
+    offset += size;
+  }
+  return null;
 }
 
 /** The script offset and inlining id of raw source position `raw`, or null (an external position). */
@@ -596,4 +686,4 @@ function lineOf(lineEnds, position) {
   return { line: lo + 1, column: position - lineStart + 1 };
 }
 
-module.exports = { Memory, Heap, heapLayout, positionAt, splitPosition, lineOf, KNOWN, codedError };
+module.exports = { Memory, Heap, heapLayout, positionAt, baselineBytecodeOffset, splitPosition, lineOf, KNOWN, codedError };

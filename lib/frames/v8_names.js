@@ -28,7 +28,7 @@
  */
 const fs = require('node:fs');
 const native = require('../core/native');
-const { Memory, Heap, heapLayout, positionAt, splitPosition, lineOf } = require('./v8_heap');
+const { Memory, Heap, heapLayout, positionAt, baselineBytecodeOffset, splitPosition, lineOf } = require('./v8_heap');
 
 const MAX_CACHE = 8192;
 
@@ -43,7 +43,8 @@ const MAX_CACHE = 8192;
 const interpreterCache = new Map();
 
 /** The file-offset ranges of binary `file`'s interpreter code (entry trampolines and bytecode handlers). */
-function interpreterRanges(file, id) {
+function interpreterRanges(file, id, known = undefined) {
+  if (known) return known; // (read with the v8dbg_* symbols: lib/frames/v8.js)
   if (!interpreterCache.has(id)) {
     if (interpreterCache.size >= 8) interpreterCache.clear();
     let ranges = [];
@@ -82,7 +83,7 @@ function exeMappings(pid, exe) {
 class V8Names {
   /**
    * @param {number} pid the process (as this process sees it)
-   * @param {{ values: Map<string, number>, version: number[], file: string, exe: string, id: string }} binary
+   * @param {{ values: Map<string, number>, version: number[], file: string, exe: string, id: string, interpreter?: number[][], bytecodeSizes?: Buffer|null }} binary
    *   its node's v8dbg_* values and V8 version, the binary (through /proc/PID/root), its path in the process, an id
    */
   constructor(pid, binary) {
@@ -92,9 +93,12 @@ class V8Names {
     this.heap = new Heap(this.mem, this.layout);
     this.binary = binary;
     this.ranges = null; // runtime address ranges of the interpreter
+    /** @type {number[][]} the node binary's executable mappings ([start, end]), with ranges */
+    this.exeRanges = [];
     this.sfis = new Map(); // sfi -> { nos, script, fdata, info }
     this.scripts = new Map(); // script -> { name, lineEndsObj, info }
     this.codes = new Map(); // code -> { info }
+    this.seen = new Map(); // looked-up pc -> { sfi, code, start, out }: compiled frames named while their code lived
     this.stats = { frames: 0, named: 0, lines: 0 };
   }
 
@@ -105,9 +109,11 @@ class V8Names {
   /** Whether `pc` is in the interpreter's code. */
   interpreted(pc) {
     if (!this.ranges) {
-      const fileRanges = interpreterRanges(this.binary.file, this.binary.id);
+      const fileRanges = interpreterRanges(this.binary.file, this.binary.id, this.binary.interpreter?.length ? this.binary.interpreter : undefined);
       this.ranges = [];
+      this.exeRanges = [];
       for (const m of exeMappings(this.pid, this.binary.exe)) {
+        this.exeRanges.push([m.start, m.end]);
         for (const [s, e] of fileRanges) {
           if (s >= m.offset && e <= m.offset + (m.end - m.start)) this.ranges.push([m.start + s - m.offset, m.start + e - m.offset]);
         }
@@ -124,6 +130,12 @@ class V8Names {
       else return true;
     }
     return false;
+  }
+
+  /** Whether `pc` is in the node binary's own code (its executable mappings: builtins, C++), where no V8 heap Code is. */
+  inBinary(pc) {
+    if (!this.ranges) this.interpreted(pc);
+    return this.exeRanges.some(([s, e]) => pc >= s && pc < e);
   }
 
   /** Starts a naming pass: memory read from here on is fresh. */
@@ -143,10 +155,8 @@ class V8Names {
       this.sfis.delete(sfi);
       return null;
     }
-    if (cached && cached.nos === nos && cached.script === script) {
-      // (the bytecode may have been flushed or replaced: re-read its pointer)
-      return { ...cached.info, bytecode: h.sfi(sfi)?.bytecode ?? null };
-    }
+    // (its bytecode may be flushed or replaced since: an interpreted frame reads it afresh, h.bytecode)
+    if (cached && cached.nos === nos && cached.script === script) return cached.info;
     const s = h.sfi(sfi);
     if (!s) return null;
     const sc = s.script ? this.script(s.script) : { name: null, lineEnds: null };
@@ -176,7 +186,7 @@ class V8Names {
     const cached = this.codes.get(pc);
     if (cached) {
       const c = h.code(cached);
-      if (c && c.start <= pc && pc < c.start + c.size) return c;
+      if (c && c.start <= pc && pc < c.start + c.size) return { addr: cached, ...c };
       this.codes.delete(pc);
     }
     const found = h.codeAt(pc);
@@ -188,10 +198,10 @@ class V8Names {
   }
 
   /** A named frame of function `fn` at source position `position` (or its start). */
-  named(fn, kind, position, reason) {
+  named(fn, kind, position, reason, startLine = true) {
     let where = position === null ? null : lineOf(fn.lineEnds, position);
     let why = reason;
-    if (!where && fn.start !== null) {
+    if (!where && fn.start !== null && startLine) {
       where = lineOf(fn.lineEnds, fn.start);
       why ??= 'no source position for the pc: the line where the function starts';
     }
@@ -222,7 +232,7 @@ class V8Names {
       // no script: a builtin (Math.sqrt, Array.prototype.map) or API function
       out = [{ name: fn.name, kind: 'builtin' }];
     } else if (this.interpreted(pc)) {
-      out = [this.interpretedFrame(fn, frame)];
+      out = [this.interpretedFrame(fn, { slot: frame.slot, sfiAddr: sfi })];
     } else {
       out = this.compiledFrame(fn, sfi, num(frame.code), pc, innermost);
     }
@@ -235,8 +245,9 @@ class V8Names {
     const h = this.heap;
     const raw = typeof frame.slot === 'bigint' ? frame.slot : BigInt(frame.slot);
     const offset = h.smi(raw);
-    if (offset === null || !fn.bytecode) return this.named(fn, 'interpreted', null, offset === null ? 'the bytecode offset slot is not a SMI' : null);
-    const table = h.bytecodePositions(fn.bytecode);
+    const bytecode = h.bytecode(frame.sfiAddr);
+    if (offset === null || !bytecode) return this.named(fn, 'interpreted', null, offset === null ? 'the bytecode offset slot is not a SMI' : null);
+    const table = h.bytecodePositions(bytecode);
     if (!table) return this.named(fn, 'interpreted', null, 'no source positions collected for its bytecode (lazy source positions): the line where the function starts');
     const pos = splitPosition(positionAt(table, offset - (this.layout.bytecodeData - 1), this.layout.positionCodeShift));
     return this.named(fn, 'interpreted', pos ? pos.offset : null, null);
@@ -247,19 +258,74 @@ class V8Names {
     const h = this.heap;
     const L = this.layout;
     const at = innermost ? pc : pc - 1; // (a return address: the call is before it)
+    // (named before from the same code, still there: a Code's positions and inlining never change)
+    const seen = this.seen.get(at);
+    if (seen && seen.sfi === sfi) {
+      const c = h.code(seen.code);
+      if (c && c.start === seen.start && at < c.start + c.size) return seen.out;
+    }
     let code = codeAddr ? h.code(codeAddr) : null;
+    if (code && h.streamMap === undefined) h.learnStreamMap(null, code);
     if (!code || at < code.start || at >= code.start + code.size) {
       // the code on the stack is not the function's current one (leaptiering without
       // the dispatch table, on-stack replacement, replaced code): find it from the pc
+      // (not in the node binary: its embedded builtins are no heap Code)
+      if (this.inBinary(at)) return [this.named(fn, 'unknown', null, "the pc is in the node binary's builtins, not in the function's code: no line", false)];
       code = this.codeAt(at);
-      if (!code) return [this.named(fn, 'unknown', null, 'no code found for the pc: the line where the function starts')];
+      if (!code) {
+        // collected since the sample (on-stack-replacement code a GC dropped): what it was named
+        // while it lived (V8Frames.prime names a window's frames as they come), else no line
+        if (seen && seen.sfi === sfi) return seen.out;
+        return [this.named(fn, 'unknown', null, 'no code holds the pc any more (collected since the sample): no line', false)];
+      }
+    } else code = { addr: codeAddr, ...code };
+    const out = this.compiledLines(fn, sfi, code, at);
+    if (!out) {
+      // the code there now is another function's: the pc's own was collected and its memory reused
+      if (seen && seen.sfi === sfi) return seen.out;
+      return [this.named(fn, 'unknown', null, "the code at the pc is not the function's (replaced since the sample): no line", false)];
     }
+    if (this.seen.size >= MAX_CACHE) this.seen.clear();
+    this.seen.set(at, { sfi, code: code.addr, start: code.start, out });
+    return out;
+  }
+
+  /**
+   * A baseline (Sparkplug) frame at pc offset `at - code.start` of `code`
+   * (the function's: its BytecodeArray `ba`): the bytecode it runs (the
+   * Code's bytecode offset table along the bytecodes), then its line as an
+   * interpreted frame's.
+   */
+  baselineFrame(fn, ba, code, at) {
+    const h = this.heap;
+    const sizes = this.binary.bytecodeSizes;
+    if (!sizes) return this.named(fn, 'baseline', null, "baseline code, and no Bytecodes::kBytecodeSizes in the node binary's symbols: the line where the function starts");
+    const bytecodes = h.bytecodes(ba);
+    const table = h.byteArray(code.positionsObj);
+    const offset = bytecodes && table ? baselineBytecodeOffset(table, bytecodes, sizes, at - code.start) : null;
+    if (offset === null) return this.named(fn, 'baseline', null, 'baseline code whose bytecode offset table could not be read: the line where the function starts');
+    if (offset < 0) return this.named(fn, 'baseline', fn.start, null); // (the prologue: the function's entry, as V8 says)
+    const positions = h.bytecodePositions(ba);
+    if (!positions) return this.named(fn, 'baseline', null, 'no source positions collected for its bytecode (lazy source positions): the line where the function starts');
+    const pos = splitPosition(positionAt(positions, offset, this.layout.positionCodeShift));
+    return this.named(fn, 'baseline', pos ? pos.offset : null, null);
+  }
+
+  /** The functions at `at` in compiled `code` (h.code's, with addr) of function `fn` (`sfi`), innermost first; null: the code is not `sfi`'s. */
+  compiledLines(fn, sfi, code, at) {
+    const h = this.heap;
+    const L = this.layout;
     const kind = code.kind === L.codeKindBaseline ? 'baseline' : code.kind === L.codeKindBaseline + 1 ? 'maglev' : code.kind === L.codeKindBaseline + 2 ? 'turbofan' : 'compiled';
-    if (kind === 'baseline') return [this.named(fn, kind, null, 'baseline code: the line where the function starts')];
+    if (kind === 'baseline') {
+      // the code is sfi's: its BytecodeArray is the function's (else another function's code took the memory)
+      const ba = h.type(code.deopt) === L.types.bytecode ? code.deopt : null;
+      if (ba === null || ba !== h.bytecode(sfi)) return null;
+      return [this.baselineFrame(fn, ba, code, at)];
+    }
     // the code is sfi's: its deopt data names it
     const deoptSfi = h.isObject(code.deopt) ? h.field(code.deopt, L.arrayData + L.deoptSfi * 8) : null;
     const owner = deoptSfi !== null && h.type(deoptSfi) !== L.types.sfi && h.isObject(deoptSfi) ? h.field(deoptSfi, 8) : deoptSfi;
-    if (owner !== sfi) return [this.named(fn, kind, null, "the code is not the function's (replaced): no line")];
+    if (owner !== sfi) return null;
     const table = h.byteArray(code.positionsObj);
     const raw = table ? positionAt(table, at - code.start, L.positionCodeShift) : null;
     const pos = splitPosition(raw);

@@ -42,6 +42,8 @@ const EFAULT = 14;
 const DEFAULT_FREQUENCY = 99;
 const MAX_FREQUENCY = 1000;
 const DEFAULT_MAX_SECONDS = 300;
+/** How often a window names the JS frames of its new stacks (V8Frames.prime): on-stack-replacement code lives about a GC cycle */
+const PRIME_MS = 500;
 const NO_KALLSYMS = '[kernel: names need CAP_SYSLOG or kernel.perf_event_paranoid <= 1]';
 const BROKEN_CHAIN = '[not code: the frame chain broke (a library without frame pointers)]';
 const NO_PERF_MAP = '[JIT code: run node with --perf-basic-prof]';
@@ -314,11 +316,21 @@ class Profiler {
         // the main thread's own switches, on whichever CPU (pid: its tid here)
         links.push(obj.attachPerfEvent('handle_switch', { event: 'context-switches', period: 1, pid: process.pid }));
       } else if (this.#options.offCpu) links.push(obj.attach('handle_sched_switch'));
+      // JS frames named as they come (new stacks only): code V8 drops before the window ends keeps its lines
+      const primed = new Set();
+      const prime = this.#options.v8 && !this.#v8Error ? setInterval(() => {
+        try {
+          this.#symbolizer.v8.prime(obj, process.pid, primed);
+        } catch {
+          // (closed meanwhile: the window's end names what is left, or says why)
+        }
+      }, PRIME_MS) : undefined;
       await new Promise((resolve) => {
         const timer = setTimeout(done, seconds * 1000);
         const abort = () => done();
         function done() {
           clearTimeout(timer);
+          clearInterval(prime);
           signal?.removeEventListener('abort', abort);
           resolve();
         }
