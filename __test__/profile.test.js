@@ -154,7 +154,12 @@ describe("issue 23's inlining case (Maglev inlines hotLoopX into processImmediat
       const unnamed = plain.lines.filter((l) => !/;hotLoopX /.test(l) && /processImmediate/.test(l) && !/may hold inlined code: run node with --no-maglev-inlining/.test(l));
       const inProcessImmediate = plain.lines.filter((l) => /processImmediate[^;]* \d+$/.test(l));
       // (named from V8's data, issue 27, a sample in processImmediate's own code has its line: inlined code there would be named by its position)
-      assert.deepEqual(inProcessImmediate.filter((l) => !/--no-maglev-inlining/.test(l) && !/processImmediate node:internal\/timers:\d+:\d+ \d+$/.test(l)), [], `samples in processImmediate's code say which flag names what it inlined, or are named with their line:\n${unnamed.join('\n')}`);
+      // (or, in a few samples, no line: no code object found for the pc, 6-7 of ~190 samples on Node 24
+      // and 26; the frame says so rather than give the line where the function starts)
+      const count = (l) => Number(l.slice(l.lastIndexOf(' ') + 1));
+      const noLine = inProcessImmediate.filter((l) => /processImmediate node:internal\/timers \d+$/.test(l));
+      assert.deepEqual(inProcessImmediate.filter((l) => !/--no-maglev-inlining/.test(l) && !/processImmediate node:internal\/timers:\d+:\d+ \d+$/.test(l) && !noLine.includes(l)), [], `samples in processImmediate's code say which flag names what it inlined, or are named with their line:\n${unnamed.join('\n')}`);
+      assert.ok(noLine.reduce((n, l) => n + count(l), 0) <= 0.1 * plain.total, `processImmediate without a line in more than 10% of the ${plain.total} samples:\n${noLine.join('\n')}`);
     });
   }
 });

@@ -261,7 +261,9 @@ function rawName(frame) {
 /** `name file:line:column` (what lib/service/profile.js's jsFrame parses), or the name alone. */
 function frameLabel(f) {
   if (!f.file) return f.name;
-  return `${f.name} ${f.file}:${f.line ?? 0}:${f.column ?? 0}`;
+  // (no line known: the file alone, not a made-up :0:0)
+  if (!f.line) return `${f.name} ${f.file}`;
+  return `${f.name} ${f.file}:${f.line}:${f.column ?? 0}`;
 }
 
 /**
