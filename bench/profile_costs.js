@@ -59,6 +59,7 @@ const HTTP_ROWS = new Map([
   ['pprof', 'pprof'],
   ['99', 'bpf:{}'],
   ['99-nooff', 'bpf:{"offCpu":false}'],
+  ['99-nov8', 'bpf:{"v8":false}'],
   ['19', 'bpf:{"frequency":19}'],
   ['19-nooff', 'bpf:{"frequency":19,"offCpu":false}'],
   ['99-context-switches', 'bpf:{"offCpuEvent":"context-switches"}'],
