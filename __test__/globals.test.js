@@ -81,7 +81,12 @@ test('.data is writable after load, through the kernel map: the program sees it'
   obj.attachTracepoint('syscalls', 'sys_enter_openat', 'handle_enter_openat');
   obj.attachTracepoint('syscalls', 'sys_exit_openat', 'handle_exit_openat');
   let records = 0;
-  const rb = obj.getMap('rb_events').openRingBuffer(() => records++);
+  // the opens of this file only (struct openat_event: the filename at byte 24): the process's other
+  // threads open files too now and then (Node 24 did, once, in the window)
+  const ours = Buffer.from(`${__filename}\0`);
+  const rb = obj.getMap('rb_events').openRingBuffer((data) => {
+    if (data.subarray(24, 24 + ours.length).equals(ours)) records++;
+  });
   // (what the library itself opened since attach: 5.10 opened one file more)
   const before = obj.getGlobalVariable('exit_count');
   fs.closeSync(fs.openSync(__filename, 'r'));
@@ -93,6 +98,6 @@ test('.data is writable after load, through the kernel map: the program sees it'
   while (records < 2 && Date.now() - start < 10_000) await new Promise((r) => setTimeout(r, 10));
   rb.close();
   assert.strictEqual(records, 2);
-  // and .bss counters are written by the program, read here
-  assert.strictEqual(obj.getGlobalVariable('exit_count') - before, 3n);
+  // and .bss counters are written by the program, read here (this thread's 3 opens, and any of the others')
+  assert.ok(obj.getGlobalVariable('exit_count') - before >= 3n);
 });
