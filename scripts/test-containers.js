@@ -58,7 +58,7 @@ const http = require('node:http');
 const { spawn, spawnSync } = require('node:child_process');
 const { ensureDebianRoot, aptInstall } = require('./rootfs');
 const { checkHarness, secs, run } = require('./chroot-harness');
-const { MAJORS, testNode } = require('./nodes');
+const { MAJORS, nodeBinary } = require('./nodes');
 
 const ROOT = path.resolve(__dirname, '..');
 const CLI = path.join(ROOT, 'lib', 'tools', 'cli.js');
@@ -472,13 +472,12 @@ async function stackcountScenario() {
  * __test__/v8_frames.test.js counts them on the host).
  */
 async function flaglessScenario() {
-  // the image's node (the host's), and the other majors' official binaries (scripts/nodes.js's cache), bind-mounted read-only
-  const others = MAJORS.filter((m) => m !== process.versions.node.split('.')[0]).map((major) => ({ major, ...testNode(major) }));
-  for (const o of others) if (o.skip) log(`flagless: skipping Node ${o.major}: ${o.skip}`);
+  // the image's node (the host's), and the other majors' official binaries (scripts/nodes.js's cache,
+  // fetched if missing: on a fresh machine CI runs this before test:node), bind-mounted read-only
+  const others = MAJORS.filter((m) => m !== process.versions.node.split('.')[0]).map((major) => ({ major, node: nodeBinary(major, { log: (m) => log(`flagless: ${m}`) }) }));
   /** @type {[string, [string, string][], string][]} */
   const nodes = [['node', [], process.versions.node]];
   for (const o of others) {
-    if (!o.node) continue;
     const dir = path.dirname(path.dirname(o.node));
     nodes.push([`/opt/node-${o.major}/bin/node`, [[dir, `/opt/node-${o.major}`], ...libatomic()], path.basename(dir)]);
   }
