@@ -593,22 +593,12 @@ class Heap {
  */
 function positionAt(table, offset, codeShift = 1) {
   // (Numbers, not BigInts: a raw position has 47 bits, a VLQ past 49 bits is garbage)
-  let at = 0;
-  const uvlq = () => {
-    let v = 0;
-    for (let scale = 1; scale < 2 ** 49; scale *= 128) {
-      if (at >= table.length) return null;
-      const b = table[at++];
-      v += (b & 0x7f) * scale;
-      if (!(b & 0x80)) return v;
-    }
-    return null;
-  };
+  const uvlq = uvlqReader(table, 2 ** 49);
   const div = 2 ** codeShift;
   let code = -1;
   let pos = 0;
   let found = null;
-  while (at < table.length) {
+  for (;;) {
     const d = uvlq();
     if (d === null) break;
     code += Math.floor(d / div);
@@ -619,6 +609,25 @@ function positionAt(table, offset, codeShift = 1) {
     found = pos;
   }
   return found === null || !Number.isSafeInteger(found) ? null : BigInt(found);
+}
+
+/**
+ * A reader of the unsigned VLQs (7 bits a byte, the high bit: more) of
+ * `table` in turn: each call gives the next, or null at the table's end or
+ * for one of `limit` or more (garbage).
+ */
+function uvlqReader(table, limit) {
+  let at = 0;
+  return () => {
+    let v = 0;
+    for (let scale = 1; scale < limit; scale *= 128) {
+      if (at >= table.length) return null;
+      const b = table[at++];
+      v += (b & 0x7f) * scale;
+      if (!(b & 0x80)) return v;
+    }
+    return null;
+  };
 }
 
 /**
@@ -633,17 +642,7 @@ function positionAt(table, offset, codeShift = 1) {
  */
 function baselineBytecodeOffset(table, bytecodes, sizes, at) {
   const count = sizes.length / 3;
-  let i = 0;
-  const uvlq = () => {
-    let v = 0;
-    for (let scale = 1; scale < 2 ** 35; scale *= 128) {
-      if (i >= table.length) return null;
-      const b = table[i++];
-      v += (b & 0x7f) * scale;
-      if (!(b & 0x80)) return v;
-    }
-    return null;
-  };
+  const uvlq = uvlqReader(table, 2 ** 35);
   let end = uvlq();
   if (end === null) return null;
   if (at < end) return -1;
