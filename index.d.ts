@@ -520,6 +520,8 @@ export interface ProfileFrame {
   column?: number
   /** A JavaScript frame named from V8's data: its tier (`interpreted`, `baseline`, `maglev`, `turbofan`, `builtin`, `stub`, `unnamed`). */
   tier?: string
+  /** A JavaScript frame named from V8's data without its line (or its name): why. */
+  reason?: string
   /** The functions inlined at this frame's address, innermost first. */
   inlined?: ProfileFrame[]
   module?: string

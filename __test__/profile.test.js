@@ -220,8 +220,10 @@ describe('off CPU: the main thread\'s own switches', { skip }, () => {
       return r;
     });
     for (const r of runs) {
-      // each block once, blocked, its own length (the sleep's timer slack and wake-up: at most 10%)
-      assert.equal(r.waits.count, B, `${r.event}: ${JSON.stringify(r)}`);
+      // each block once, blocked, its own length (the sleep's timer slack and wake-up: at most 10%); V8 may
+      // split a block in two: Atomics.wait wakes to handle an interrupt (a finished compile, a GC request)
+      // and waits again for the rest, which is two intervals (the time stays the same)
+      assert.ok(r.waits.count >= B && r.waits.count <= B + 2, `${r.event}: ${B} blocks in ${r.waits.count} intervals: ${JSON.stringify(r)}`);
       assert.deepEqual(r.waits.states, ['blocked'], r.event);
       assert.ok(r.waits.ns >= B * MS * 1e6 && r.waits.ns <= B * MS * 1e6 * 1.1, `${r.event}: ${r.waits.ns / 1e6} ms blocked in waitHere, expected ${B * MS} ms to +10%`);
     }

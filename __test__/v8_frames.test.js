@@ -310,13 +310,18 @@ function assertHotLoop({ file }, label = `Node ${process.versions.node}`) {
   const lines = pprof(['-top', '-lines', '-nodecount=300']);
   const at = /hotLoop \S*profile_service\.js:(\d+)/.exec(lines);
   assert.ok(first > 0 && at && Number(at[1]) >= first && Number(at[1]) <= last, `hotLoop's file and line (${first}-${last}):\n${lines.slice(0, 3000)}`);
-  // >= 90% of its samples at its loops' lines (its code on-stack-replaced, then collected before the
-  // window's end, once gave the line where it starts)
+  // >= 90% of its samples with a line at its loops' lines (its code on-stack-replaced, then collected
+  // before the window's end, once gave the line where it starts). Without a line: code collected before
+  // the profiler named it (V8Frames.prime, every 500 ms; under load up to ~10% of hotLoop's samples)
   const { loop: loopAt } = fixtureLines('hotLoop');
   const rows = lines.split('\n').filter((l) => /\shotLoop( |$)/.test(l));
-  const all = rows.reduce((n, l) => n + pprofSeconds(l), 0);
-  const inLoop = rows.filter((l) => loopAt.includes(Number(/profile_service\.js:(\d+)$/.exec(l)?.[1]))).reduce((n, l) => n + pprofSeconds(l), 0);
-  assert.ok(inLoop >= 0.9 * all, `hotLoop at its loops' lines (${loopAt}) in ${inLoop} of ${all} s:\n${rows.join('\n')}`);
+  const seconds = (list) => list.reduce((n, l) => n + pprofSeconds(l), 0);
+  const lineOf = (l) => Number(/profile_service\.js:(\d+)$/.exec(l)?.[1]);
+  const all = seconds(rows);
+  const withLine = seconds(rows.filter((l) => lineOf(l) > 0));
+  const inLoop = seconds(rows.filter((l) => loopAt.includes(lineOf(l))));
+  assert.ok(withLine >= 0.8 * all, `hotLoop with a line in ${withLine} of ${all} s:\n${rows.join('\n')}`);
+  assert.ok(inLoop >= 0.9 * withLine, `hotLoop at its loops' lines (${loopAt}) in ${inLoop} of its ${withLine} s with a line:\n${rows.join('\n')}`);
   const total = /Total samples = ([\d.]+m?s)/.exec(top)?.[1];
   console.log(`# ${label}: bpf.profile(): hotLoop ${cum}% cum of the main thread's ${total} of samples, at profile_service.js:${at[1]}`);
   return cum;
@@ -468,7 +473,9 @@ describe('which pc: the sampled one for the innermost frame, pc - 1 (the call) f
           if (names.interpreted(Number(f.pc)) || !names.function(Number(f.sfi))?.file) continue;
           let code = f.code ? h.code(Number(f.code)) : null;
           if (!code || Number(f.pc) < code.start || Number(f.pc) >= code.start + code.size) code = names.codeAt(Number(f.pc));
-          const table = code && h.byteArray(code.positionsObj);
+          // (optimized code only: a baseline code's table maps pcs to bytecode offsets, not to source positions)
+          if (!code || code.kind === names.layout.codeKindBaseline) continue;
+          const table = h.byteArray(code.positionsObj);
           if (!table) continue;
           const fn = names.function(Number(f.sfi));
           const lineAt = (off) => {
@@ -486,6 +493,15 @@ describe('which pc: the sampled one for the innermost frame, pc - 1 (the call) f
         const [caller] = v8.namesOf(pid, [{ ...found.f, pc: found.pc, innermost: false }]);
         assert.equal(inner?.[0]?.line, found.at, `innermost at pc: ${JSON.stringify(inner)}`);
         assert.equal(caller?.[0]?.line, found.before, `caller at pc - 1: ${JSON.stringify(caller)}`);
+        // sampled in the first instructions of a builtin it called (fp not moved yet: bpf/v8.h's entered_ret):
+        // no line from that pc; with the return address the walk read at sp, the call's line, `entered`
+        const builtinPc = walked.flatMap((st) => st.frames).find((g) => !g.sfi && names.inBinary(Number(g.pc)) && !names.interpreted(Number(g.pc)))?.pc;
+        assert.ok(builtinPc, "a walked pc in the node binary's builtins");
+        const [lost] = v8.namesOf(pid, [{ ...found.f, pc: builtinPc, innermost: true }]);
+        assert.equal(lost?.[0]?.line, undefined, `no line at a builtin's pc: ${JSON.stringify(lost)}`);
+        const [entered] = v8.namesOf(pid, [{ ...found.f, pc: builtinPc, enteredRet: found.pc, innermost: true }]);
+        const physical = entered?.[entered.length - 1];
+        assert.deepEqual([physical?.line, physical?.entered], [found.before, true], `at the call (pc - 1 of the return address): ${JSON.stringify(entered)}`);
       } finally {
         hot.stop();
       }
@@ -505,9 +521,18 @@ describe('baseline (Sparkplug) frames: the line of the bytecode they run, not wh
       const count = (list) => list.reduce((n, f) => n + f.count, 0);
       assert.ok(count(ours) >= 5, `baseline frames of v8_baseline.js: ${count(ours)} (all baseline: ${count(baseline)})`);
       for (const f of baseline) assert.ok(f.line && !f.reason, `a baseline frame's line: ${JSON.stringify(f)}`);
-      // (hotLoop itself sometimes runs baseline code too: its loop's lines)
+      // every frame at a line of its function; most at the line it runs from (its calls; hotLoop, which
+      // sometimes runs baseline code too, its loop): a sample can also catch a function in its first
+      // Date.now() (line 8, 16) or in its prologue (its start line, as V8 reports function entry)
+      const body = { hotLoop: [7, 13], statLoop: [15, 20] };
       const lines = { statLoop: [18], hotLoop: [10, 11] };
-      for (const f of ours) assert.ok((lines[f.name] ?? [21]).includes(f.line), `${f.name}'s line: ${JSON.stringify(f)}`);
+      for (const f of ours) {
+        const [first, last] = body[f.name] ?? [21, 21];
+        assert.ok(f.line >= first && f.line <= last, `${f.name}'s line in ${first}-${last}: ${JSON.stringify(f)}`);
+      }
+      const at = count(ours.filter((f) => (lines[f.name] ?? [21]).includes(f.line)));
+      console.log(`# Node ${major}: ${at} of ${count(ours)} baseline frames of v8_baseline.js at their calls' lines`);
+      assert.ok(at >= 0.8 * count(ours), `${at} of ${count(ours)} baseline frames at their calls' lines (21, 18) or hotLoop's loop (10, 11):\n${ours.map((f) => `${f.count} ${f.label}`).join('\n')}`);
     });
   }
 });

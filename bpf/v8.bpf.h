@@ -63,6 +63,17 @@ struct {
 /* stacks walked, not kept: v8_stacks was full */
 __u64 v8_dropped = 0;
 
+/*
+ * The keys of the stacks kept, in turn (v8_fresh[n % V8_FRESH] is the n-th,
+ * v8_fresh_count the next n): user space names the new ones as they come
+ * (V8Frames.prime) without listing the whole map. Not atomic (5.10 has no
+ * fetch-and-add): two CPUs keeping a stack at once may lose one key, which
+ * is then named when the window ends.
+ */
+#define V8_FRESH 256
+__u64 v8_fresh[V8_FRESH] = {};
+__u64 v8_fresh_count = 0;
+
 /* the walk's state (per CPU): the stack so far, where it is, the slots of the frame being read */
 struct v8_scratch {
 	struct v8_stack stack;
@@ -217,7 +228,7 @@ static __always_inline __u64 v8_walk(__u32 tgid, __u64 pc, __u64 fp, __u64 sp)
 	struct v8_layout *l = bpf_map_lookup_elem(&v8_layouts, &tgid);
 	__u32 zero = 0, depth = 0;
 	struct v8_scratch *s;
-	__u64 hash;
+	__u64 hash, n;
 	int i, r;
 
 	if (!l || !l->version)
@@ -233,6 +244,16 @@ static __always_inline __u64 v8_walk(__u32 tgid, __u64 pc, __u64 fp, __u64 sp)
 	s->hash = 14695981039346656037ULL;
 	s->js = 0;
 	s->stack.flags = 0;
+	/*
+	 * a sample in a function's first instructions, after `push rbp` (x86_64) or `stp x29, x30,
+	 * [sp, #-16]!` (arm64) and before fp moves: frame 0's fp is still the caller's, the word at sp
+	 * is that fp and the next the return address into the caller (a builtin such as Math.sqrt
+	 * called from JIT code; user space names the caller's line from it)
+	 */
+	s->stack.entered_ret = 0;
+	if (!bpf_probe_read_user(s->window, 16, (void *)sp) && s->window[0] == fp && V8_USER_ADDR(s->window[1]))
+		s->stack.entered_ret = s->window[1];
+	s->hash ^= s->stack.entered_ret;
 	for (i = 0; i < V8_MAX_FRAMES; i++) {
 		r = v8_walk_frame(i);
 		if (r == V8_FRAME_NONE)
@@ -249,8 +270,13 @@ static __always_inline __u64 v8_walk(__u32 tgid, __u64 pc, __u64 fp, __u64 sp)
 	hash = s->hash ^ depth;
 	if (!hash)
 		hash = 1;
-	if (!bpf_map_lookup_elem(&v8_stacks, &hash) && bpf_map_update_elem(&v8_stacks, &hash, &s->stack, BPF_NOEXIST) &&
-	    !bpf_map_lookup_elem(&v8_stacks, &hash)) {
+	if (bpf_map_lookup_elem(&v8_stacks, &hash))
+		return hash;
+	if (!bpf_map_update_elem(&v8_stacks, &hash, &s->stack, BPF_NOEXIST)) {
+		n = v8_fresh_count;
+		v8_fresh[V8_MASKED(n, V8_FRESH - 1)] = hash;
+		v8_fresh_count = n + 1;
+	} else if (!bpf_map_lookup_elem(&v8_stacks, &hash)) {
 		__sync_fetch_and_add(&v8_dropped, 1);
 		return 0;
 	}

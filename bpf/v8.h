@@ -51,6 +51,9 @@ struct v8_frame {
 struct v8_stack {
 	__u32 depth;		/* frames used */
 	__u32 flags;		/* V8_STACK_* */
+	__u64 entered_ret;	/* the innermost pc in a function's first instructions (fp pushed, not yet
+				 * moved: the word at sp is fp): the return address above it, into the
+				 * function of frame 0's fp, else 0 */
 	struct v8_frame frames[V8_MAX_FRAMES];
 };
 

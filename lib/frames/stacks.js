@@ -241,7 +241,9 @@ function userNames(entries, symbolizer) {
       const native = symbolizer.userFrames ? symbolizer.userFrames(e.pid, e.user) : symbolizer.user(e.pid, e.user).map((n) => [n]);
       // a frame V8's data could not name loses to the perf map's name, and wins over none
       const useJs = (i) => js[i] && (js[i][0].kind !== 'unnamed' || native[i].every((n) => n === '[unknown]'));
-      out.set(e, e.user.flatMap((_, i) => (useJs(i) ? js[i].map((f) => f.label) : native[i])));
+      // (entered: the sampled pc is in a function the JS frame had just called, named by its symbol above it)
+      const jsNames = (i) => [...(js[i][js[i].length - 1].entered ? native[i] : []), ...js[i].map((f) => f.label)];
+      out.set(e, e.user.flatMap((_, i) => (useJs(i) ? jsNames(i) : native[i])));
     }
   }
   for (const e of entries) {

@@ -270,8 +270,15 @@ function frameLabel(f) {
  * Marks the first of walked `frames` innermost: its pc is the sampled ip,
  * looked up as is; every other pc is a return address (looked up at pc - 1).
  */
-function innermostFirst(frames) {
+/**
+ * The frames of walked stack `s` (a v8_stacks value), innermost first, the
+ * first marked `innermost`; where the sample was in a function's first
+ * instructions (bpf/v8.h's entered_ret), the first also has `enteredRet`.
+ */
+function framesOf(s) {
+  const frames = s.frames.slice(0, Math.min(s.depth, s.frames.length));
   if (frames.length) frames[0].innermost = true;
+  if (frames.length && s.entered_ret) frames[0].enteredRet = s.entered_ret;
   return frames;
 }
 
@@ -333,36 +340,54 @@ class V8Frames {
   readStacks(obj) {
     const out = new Map();
     for (const [key, s] of obj.getMap('v8_stacks').getBatch()) {
-      out.set(key, { depth: s.depth, flags: s.flags, frames: innermostFirst(s.frames.slice(0, Math.min(s.depth, s.frames.length))) });
+      out.set(key, { depth: s.depth, flags: s.flags, frames: framesOf(s) });
     }
     return out;
   }
 
+  /** The state of `prime` for `obj` from now on: the pcs named, and the walk's count of stacks kept (bpf/v8.bpf.h's v8_fresh_count). */
+  primeState(obj) {
+    return { seen: new Set(), fresh: Number(obj.getGlobalVariable('v8_fresh_count')) };
+  }
+
   /**
    * Names the JS frames of the stacks `obj`'s walk kept since the last
-   * call (its v8_stacks map; `seen`: the keys and pcs already primed, a Set
-   * the caller empties with the map) for process `pid`, so that a frame whose
-   * code V8 drops before the window ends (on-stack-replacement code a GC
-   * collects) keeps the line it had (lib/frames/v8_names.js's seen).
-   * Returns the frames named; 0 where the naming is not from memory.
+   * call (`state`: primeState's, once a window; its seen holds the keys and
+   * pcs named, for the caller to empty with the map) for process `pid`, so
+   * that a frame whose code V8 drops before the window ends (on-stack-
+   * replacement code a GC collects) keeps the line it had
+   * (lib/frames/v8_names.js's seen). The new stacks' keys come from the
+   * walk's ring of them (v8_fresh): no listing of the map unless more came
+   * than the ring holds. Returns the frames named; 0 where the naming is not
+   * from memory.
    */
-  prime(obj, pid, seen) {
+  prime(obj, pid, state) {
     const p = this.process(pid);
     if (p.error || p.symbolizer) return 0;
+    const count = Number(obj.getGlobalVariable('v8_fresh_count'));
+    if (count === state.fresh) return 0;
     const map = obj.getMap('v8_stacks');
-    const fresh = map.keys().filter((k) => !seen.has(String(k)));
-    if (!fresh.length) return 0;
-    if (!this.opened(p, pid)) return 0;
+    let keys;
+    const ring = count > state.fresh ? obj.getGlobalVariable('v8_fresh') : [];
+    if (count - state.fresh <= ring.length) {
+      keys = [];
+      for (let n = state.fresh; n < count; n++) keys.push(ring[n % ring.length]);
+    } else {
+      keys = map.keys(); // (more than the ring holds: the whole map)
+    }
+    state.fresh = count;
+    const fresh = keys.filter((k) => !state.seen.has(String(k)));
+    if (!fresh.length || !this.opened(p, pid)) return 0;
     const frames = [];
     for (const k of fresh) {
-      seen.add(String(k));
+      state.seen.add(String(k));
       const s = map.get(k);
       if (!s) continue;
       // each pc once a window (stacks differ by one frame; most of their pcs are named already)
-      for (const f of innermostFirst(s.frames.slice(0, Math.min(s.depth, s.frames.length)))) {
-        const at = `${f.innermost ? 'i' : 'r'}${f.pc}`;
-        if (!f.sfi || seen.has(at)) continue;
-        seen.add(at);
+      for (const f of framesOf(s)) {
+        const at = `${f.innermost ? 'i' : 'r'}${f.pc}:${f.enteredRet ?? ''}`;
+        if (!f.sfi || state.seen.has(at)) continue;
+        state.seen.add(at);
         // (an interpreted frame is named from its SFI and bytecode offset: no code to lose)
         if (p.names.interpreted(Number(f.pc))) continue;
         frames.push(f);

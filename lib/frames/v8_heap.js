@@ -248,6 +248,8 @@ function heapLayout(values, version) {
       fixedArray: t('FixedArray'),
       oddball: t('Oddball'),
       instructionStream: t('InstructionStream'),
+      byteArray: t('ByteArray'),
+      trustedByteArray: t('TrustedByteArray'),
     },
     streamInstructions: c('InstructionStream', 'instruction_start'),
     streamCode: 8, // InstructionStream::code, right after its map
@@ -469,6 +471,10 @@ class Heap {
   /** The bytes of ByteArray-like `arr` (its SMI length at arrayLength, data after), capped; or null. */
   byteArray(arr) {
     if (!this.isObject(arr)) return null;
+    // (a freed one is free space now, its first bytes the free list's: code collected since the sample)
+    const { byteArray, trustedByteArray } = this.L.types;
+    const type = byteArray === undefined && trustedByteArray === undefined ? null : this.type(arr);
+    if (type !== null && type !== byteArray && type !== trustedByteArray) return null;
     const n = this.smiField(arr, this.L.arrayLength);
     if (n === null || n < 0 || n > MAX_TABLE) return null;
     return this.mem.read(arr - 1 + this.L.arrayData, n);

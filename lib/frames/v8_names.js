@@ -35,8 +35,10 @@ const MAX_CACHE = 8192;
 /**
  * One function of a frame: `kind` interpreted, baseline, maglev, turbofan,
  * compiled, builtin, unknown (no code found: the line where it starts) or
- * unnamed (`name` "[JS …]"); `reason` says why a line or name is missing.
- * @typedef {{ name: string, file?: string, line?: number, column?: number, kind: string, inlined?: boolean, reason?: string }} JsFrame
+ * unnamed (`name` "[JS …]"); `reason` says why a line or name is missing;
+ * `entered` (the physical function's): the sampled pc is in a function it
+ * had just called, which had not set up its frame yet (its line is the call's).
+ * @typedef {{ name: string, file?: string, line?: number, column?: number, kind: string, inlined?: boolean, reason?: string, entered?: boolean }} JsFrame
  */
 
 /** Interpreter address ranges of a binary (by file): [[fileOffset, end]], sorted. */
@@ -231,13 +233,26 @@ class V8Names {
     if (!fn.file) {
       // no script: a builtin (Math.sqrt, Array.prototype.map) or API function
       out = [{ name: fn.name, kind: 'builtin' }];
-    } else if (this.interpreted(pc)) {
-      out = [this.interpretedFrame(fn, { slot: frame.slot, sfiAddr: sfi })];
     } else {
-      out = this.compiledFrame(fn, sfi, num(frame.code), pc, innermost);
+      out = this.framesAt(fn, sfi, frame.slot, num(frame.code), pc, innermost);
+      // the sample in the first instructions of a function this one called (a builtin such as Math.sqrt),
+      // before that set up its frame: this one is at the call, the return address above it (bpf/v8.h's
+      // entered_ret); `entered` says the sampled pc is the callee's
+      const ret = innermost && frame.enteredRet ? num(frame.enteredRet) : 0;
+      const lineless = (list) => !list[list.length - 1].line || list[list.length - 1].reason;
+      if (ret && lineless(out)) {
+        const atCall = this.framesAt(fn, sfi, frame.slot, num(frame.code), ret, false);
+        if (!lineless(atCall)) out = atCall.map((g, i) => (i === atCall.length - 1 ? { ...g, entered: true } : g));
+      }
     }
     if (out[0].line) this.stats.lines++;
     return out;
+  }
+
+  /** The functions of a JS frame of function `fn` (a script's: `sfi`; its `slot` and `code` as walked) at `pc`, innermost first. */
+  framesAt(fn, sfi, slot, code, pc, innermost) {
+    if (this.interpreted(pc)) return [this.interpretedFrame(fn, { slot, sfiAddr: sfi })];
+    return this.compiledFrame(fn, sfi, code, pc, innermost);
   }
 
   /** An interpreted frame: its line from the bytecode offset. */
@@ -283,7 +298,7 @@ class V8Names {
     if (!out) {
       // the code there now is another function's: the pc's own was collected and its memory reused
       if (seen && seen.sfi === sfi) return seen.out;
-      return [this.named(fn, 'unknown', null, "the code at the pc is not the function's (replaced since the sample): no line", false)];
+      return [this.named(fn, 'unknown', null, "the code at the pc is not the function's, or was collected since the sample: no line", false)];
     }
     if (this.seen.size >= MAX_CACHE) this.seen.clear();
     this.seen.set(at, { sfi, code: code.addr, start: code.start, out });
@@ -327,6 +342,8 @@ class V8Names {
     const owner = deoptSfi !== null && h.type(deoptSfi) !== L.types.sfi && h.isObject(deoptSfi) ? h.field(deoptSfi, 8) : deoptSfi;
     if (owner !== sfi) return null;
     const table = h.byteArray(code.positionsObj);
+    // (a table that is no byte array any more: the code was collected since the sample, its memory not yet reused)
+    if (!table && h.isObject(code.positionsObj)) return null;
     const raw = table ? positionAt(table, at - code.start, L.positionCodeShift) : null;
     const pos = splitPosition(raw);
     if (!pos) return [this.named(fn, kind, null, table ? null : 'no source positions for its code')];

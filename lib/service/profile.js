@@ -302,6 +302,7 @@ class Profiler {
     let startHr;
     try {
       for (const map of ['counts', 'offcpu', 'stacks', 'chains', 'v8_stacks']) obj.getMap(map).clear();
+      const primed = this.#options.v8 && !this.#v8Error ? this.#symbolizer.v8.primeState(obj) : undefined;
       const periodNs = Math.round(1e9 / this.#options.frequency);
       startNs = BigInt(Date.now()) * 1000000n;
       startHr = process.hrtime.bigint();
@@ -317,8 +318,7 @@ class Profiler {
         links.push(obj.attachPerfEvent('handle_switch', { event: 'context-switches', period: 1, pid: process.pid }));
       } else if (this.#options.offCpu) links.push(obj.attach('handle_sched_switch'));
       // JS frames named as they come (new stacks only): code V8 drops before the window ends keeps its lines
-      const primed = new Set();
-      const prime = this.#options.v8 && !this.#v8Error ? setInterval(() => {
+      const prime = primed ? setInterval(() => {
         try {
           this.#symbolizer.v8.prime(obj, process.pid, primed);
         } catch {
@@ -446,7 +446,7 @@ class Profiler {
       const physical = names[names.length - 1];
       const key = `v${a}:${walkedFrame.sfi}:${walkedFrame.code}:${walkedFrame.slot}`;
       if (frames.has(key)) return frames.get(key);
-      const js = (g) => ({ name: g.name, kind: 'js', tier: g.kind, label: g.label, ...(g.file && { file: g.file, line: g.line ?? 0, column: g.column ?? 0 }) });
+      const js = (g) => ({ name: g.name, kind: 'js', tier: g.kind, label: g.label, ...(g.file && { file: g.file, line: g.line ?? 0, column: g.column ?? 0 }), ...(g.reason && { reason: g.reason }) });
       const frame = /** @type {any} */ ({ ...js(physical), address: Number(a), mapping: mappingAt(maps, Number(a)) });
       if (names.length > 1) frame.inlined = names.slice(0, -1).map(js);
       frames.set(key, frame);
@@ -467,12 +467,15 @@ class Profiler {
       const lost = (id) => id < 0 && id !== -EFAULT;
       // a frame V8's data could not name loses to the perf map's name, and wins over none
       const named = (a, i) => {
-        if (!r.js[i]) return userFrame(a);
-        if (r.js[i][0].kind !== 'unnamed') return v8Frame(a, r.js[i], r.walked[i]);
+        if (!r.js[i]) return [userFrame(a)];
+        const w = r.walked[i];
+        // entered: the sample is in a function the JS frame had just called (its symbol above it); the JS frame is at the call
+        if (r.js[i][r.js[i].length - 1].entered) return [userFrame(a), v8Frame(w.enteredRet, r.js[i], w)];
+        if (r.js[i][0].kind !== 'unnamed') return [v8Frame(a, r.js[i], w)];
         const f = userFrame(a);
-        return f.kind === 'js' ? f : v8Frame(a, r.js[i], r.walked[i]);
+        return [f.kind === 'js' ? f : v8Frame(a, r.js[i], w)];
       };
-      const userFrames = lost(r.k.user_stack) ? [LOST] : r.user.map(named);
+      const userFrames = lost(r.k.user_stack) ? [LOST] : r.user.flatMap(named);
       // (off CPU: without the tracing frames the stack was taken in: __traceiter_sched_switch, bpf_trace_run4, the program)
       const kernel = r.kind === 'offCpu' ? r.kernel.slice(Math.max(0, r.kernel.findIndex((a) => !TRACING_FRAME.test(kernelNames.get(a) ?? '')))) : r.kernel;
       const kernelFrames = lost(r.k.kernel_stack) ? [LOST] : kernel.map(kernelFrame);
