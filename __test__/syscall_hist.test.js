@@ -51,7 +51,10 @@ describe('examples/syscall_hist.js', { skip, timeout: 5 * TIMEOUT_MS }, () => {
     assert.equal(nanosleep.count, 2 * K);
     assert.equal(nanosleep.errors, 0);
     assert.equal(nanosleep.unit, 'ms');
-    assert.deepEqual(bucketCounts(nanosleep), { 1: K, 8: K }, JSON.stringify(nanosleep.buckets));
+    // (a 1 ms sleep woken late on a loaded machine lands in [2, 4): still one of the K, never in [8, 16))
+    const { 1: one = 0, 2: two = 0, ...rest } = bucketCounts(nanosleep);
+    assert.deepEqual([one + two, rest], [K, { 8: K }], JSON.stringify(nanosleep.buckets));
+    assert.ok(one >= K - 2, `the 1 ms sleeps in [1, 2) ms but for a late one or two: ${JSON.stringify(nanosleep.buckets)}`);
     assert.deepEqual(nanosleep.buckets.map((b) => [b.low, b.high]), [[1, 2], [2, 4], [4, 8], [8, 16]], 'log2 buckets, empty ones between');
     const ms = nanosleep.total_ns / 1e6;
     assert.ok(ms >= 11 * K && ms < 11 * K * 1.5, `the sleeps add up: ${ms} ms`);

@@ -241,8 +241,10 @@ function userNames(entries, symbolizer) {
       const native = symbolizer.userFrames ? symbolizer.userFrames(e.pid, e.user) : symbolizer.user(e.pid, e.user).map((n) => [n]);
       // a frame V8's data could not name loses to the perf map's name, and wins over none
       const useJs = (i) => js[i] && (js[i][0].kind !== 'unnamed' || native[i].every((n) => n === '[unknown]'));
-      // (entered: the sampled pc is in a function the JS frame had just called, named by its symbol above it)
-      const jsNames = (i) => [...(js[i][js[i].length - 1].entered ? native[i] : []), ...js[i].map((f) => f.label)];
+      // (entered: the sampled pc is in a function the JS frame had just called, named by its symbol above it;
+      // in its first instructions it runs no code it inlined: no mark)
+      const entered = (i) => (js[i][js[i].length - 1].entered ? native[i].map((n) => n.replace(` ${MAY_HOLD_INLINED}`, '')) : []);
+      const jsNames = (i) => [...entered(i), ...js[i].map((f) => f.label)];
       out.set(e, e.user.flatMap((_, i) => (useJs(i) ? jsNames(i) : native[i])));
     }
   }
