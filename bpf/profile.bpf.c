@@ -24,8 +24,7 @@
 #include "compat.bpf.h"
 #include "profile.h"
 #include "v8.bpf.h"
-
-#define MAX_STACK_DEPTH 127
+#include "stacks.bpf.h"
 
 const volatile __u32 target_pid = 0;	/* the kernel's tgid of the process; its main thread has the same id */
 const volatile __u64 min_offcpu_ns = 1000000;
@@ -37,13 +36,6 @@ const volatile bool offcpu_idle = false;
 /* preempted intervals (runnable, waiting for a CPU) by stack: a walk at every
  * preemption; else only their count and time (preempted_count, _ns) */
 const volatile bool offcpu_preempted = false;
-
-struct {
-	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
-	__uint(max_entries, 16384);
-	__type(key, __u32);
-	__uint(value_size, MAX_STACK_DEPTH * sizeof(__u64));
-} stacks SEC(".maps");
 
 /* CPU samples by thread and stack */
 struct {
@@ -193,8 +185,8 @@ int handle_sample(struct bpf_perf_event_data *ctx)
 	if (id >> 32 != target_pid)
 		return 0;
 	key.tid = (__u32)id;
-	key.user_stack = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
-	key.kernel_stack = bpf_get_stackid(ctx, &stacks, 0);
+	key.user_stack = stack_id(ctx, BPF_F_USER_STACK);
+	key.kernel_stack = stack_id(ctx, 0);
 	key.v8_stack = v8_walk_sample(target_pid, ctx);
 	bpf_get_current_comm(key.comm, sizeof(key.comm));
 	count = bpf_map_lookup_elem(&counts, &key);
@@ -219,8 +211,8 @@ static __always_inline void leave_cpu(void *ctx, struct task_struct *prev, bool 
 
 	off.key.tid = target_pid;
 	off.key.preempted = preempt;
-	off.key.user_stack = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
-	off.key.kernel_stack = bpf_get_stackid(ctx, &stacks, 0);
+	off.key.user_stack = stack_id(ctx, BPF_F_USER_STACK);
+	off.key.kernel_stack = stack_id(ctx, 0);
 	/* preempted, it was running code with frame pointers (JIT code, node): no chain to recover */
 	off.key.user_chain = preempt ? 0 : recover_chain(prev, &chain_fp);
 	/* JS frames (V8's own data): from the saved registers, else from the recovered chain */

@@ -11,20 +11,13 @@
 #include "filter.bpf.h"
 #include "stackcount.h"
 #include "v8.bpf.h"
+#include "stacks.bpf.h"
 
-#define MAX_STACK_DEPTH 127
 #define EFAULT 14
 
 const volatile __u32 target_pid = 0;	/* 0: every process (CPU samples: but idle) */
 const volatile bool kernel_stacks = true;
 const volatile bool user_stacks = true;
-
-struct {
-	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
-	__uint(max_entries, 16384);
-	__type(key, __u32);
-	__uint(value_size, MAX_STACK_DEPTH * sizeof(__u64));
-} stacks SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -49,8 +42,8 @@ static __always_inline int count_stack(void *ctx, enum walk_from from)
 	if ((target_pid ? key.pid != target_pid : !id) || !cgroup_traced())
 		return 0;
 	key.cgroup = container_key();
-	key.kernel_stack = kernel_stacks ? bpf_get_stackid(ctx, &stacks, 0) : -EFAULT;
-	key.user_stack = user_stacks ? bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK) : -EFAULT;
+	key.kernel_stack = kernel_stacks ? stack_id(ctx, 0) : -EFAULT;
+	key.user_stack = user_stacks ? stack_id(ctx, BPF_F_USER_STACK) : -EFAULT;
 	if (user_stacks) {
 		if (from == WALK_SAMPLE)
 			key.v8_stack = v8_walk_sample(key.pid, ctx);

@@ -187,16 +187,10 @@ function withoutParameters(name) {
 function readStacks(obj, { counts = 'counts', stacks = 'stacks', del = false, v8 = undefined } = {}) {
   // 64-bit fields as BigInt: the key's v8_stack is a hash (counts and cgroup ids are numbers below)
   const countMap = obj.getMap(counts);
-  const stackMap = obj.getMap(stacks);
   const entries = del ? countMap.lookupAndDeleteBatch() : countMap.getBatch();
   // the JS frames the kernel walked (bpf/v8.bpf.h), where the object walks them
   const walked = v8 ?? (hasMap(obj, 'v8_stacks') ? new V8Frames().readStacks(obj) : new Map());
-  const cache = new Map();
-  const stack = (id) => {
-    if (id < 0) return [];
-    if (!cache.has(id)) cache.set(id, stackMap.get(id) ?? []);
-    return cache.get(id);
-  };
+  const stack = stackReader(obj, stacks);
   const lost = (id) => id < 0 && id !== -EFAULT;
   return entries.map(([key, count]) => ({
     pid: key.pid,
@@ -208,6 +202,27 @@ function readStacks(obj, { counts = 'counts', stacks = 'stacks', del = false, v8
     ...(key.cgroup && { cgroup: Number(key.cgroup) }),
     ...(key.v8_stack && walked.has(key.v8_stack) && { v8: walked.get(key.v8_stack) }),
   }));
+}
+
+/** bpf/stacks.bpf.h's STACK_B: an id in the second map (`stacks_b`), whose bucket in the first held another stack. */
+const STACK_B = 1 << 30;
+
+/**
+ * The addresses of a stack id of `obj`'s stack-trace maps (bpf/stacks.bpf.h:
+ * `name`, then `name`_b for ids flagged STACK_B), innermost first, without
+ * the zeros that end a short stack; [] for -errno. Cached per id.
+ */
+function stackReader(obj, name = 'stacks') {
+  const maps = [obj.getMap(name), hasMap(obj, `${name}_b`) ? obj.getMap(`${name}_b`) : null];
+  const cache = new Map();
+  return (id) => {
+    if (id < 0) return [];
+    if (!cache.has(id)) {
+      const map = id & STACK_B ? maps[1] : maps[0];
+      cache.set(id, (map?.get(id & ~STACK_B) ?? []).filter((a) => a !== 0n));
+    }
+    return cache.get(id);
+  };
 }
 
 /** Whether `obj` has a map named `name`. */
@@ -329,4 +344,4 @@ function hasPerfMap(pid) {
   }
 }
 
-module.exports = { StackSymbolizer, frameName, readStacks, symbolize, foldStacks, formatStack, hasPerfMap };
+module.exports = { StackSymbolizer, frameName, readStacks, stackReader, symbolize, foldStacks, formatStack, hasPerfMap };

@@ -301,7 +301,7 @@ class Profiler {
     let startNs;
     let startHr;
     try {
-      for (const map of ['counts', 'offcpu', 'stacks', 'chains', 'v8_stacks']) obj.getMap(map).clear();
+      for (const map of ['counts', 'offcpu', 'stacks', 'stacks_b', 'chains', 'v8_stacks']) obj.getMap(map).clear();
       const primed = this.#options.v8 && !this.#v8Error ? this.#symbolizer.v8.primeState(obj) : undefined;
       const periodNs = Math.round(1e9 / this.#options.frequency);
       startNs = BigInt(Date.now()) * 1000000n;
@@ -370,7 +370,6 @@ class Profiler {
   /** The window's counts, named, and the maps emptied for the next. */
   #read({ startNs, durationNs, periodNs }) {
     const obj = this.#obj;
-    const stackMap = obj.getMap('stacks');
     const cpuRows = obj.getMap('counts').getBatch();
     const walked = this.#symbolizer.v8.readStacks(obj);
     const offRows = obj.getMap('offcpu').getBatch();
@@ -378,12 +377,7 @@ class Profiler {
     const dropped = { samples: Number(obj.getGlobalVariable('dropped_samples')), offCpu: Number(obj.getGlobalVariable('dropped_offcpu')) };
     // (preempted: false) the main thread's preempted intervals, counted without their stacks
     const preempted = this.#options.preempted ? undefined : { count: Number(obj.getGlobalVariable('preempted_count')), ns: Number(obj.getGlobalVariable('preempted_ns')) };
-    const cache = new Map();
-    const stack = (id) => {
-      if (id < 0) return [];
-      if (!cache.has(id)) cache.set(id, (stackMap.get(id) ?? []).filter((a) => a !== 0n));
-      return cache.get(id);
-    };
+    const stack = stacks.stackReader(obj);
     // each row's stacks (user, kernel) are added below
     const rows = /** @type {{ k: any, count: number, ns?: number, kind: 'cpu' | 'offCpu', user?: bigint[], kernel?: bigint[], js?: any[], walked?: any[] }[]} */ ([...cpuRows.map(([k, v]) => ({ k, count: Number(v), kind: 'cpu' })), ...offRows.map(([k, v]) => ({ k, count: Number(v.count), ns: Number(v.total_ns), kind: 'offCpu' }))]);
     const userAddrs = new Set();
@@ -489,7 +483,7 @@ class Profiler {
         frames: [...kernelFrames, ...userFrames],
       });
     }
-    for (const map of ['counts', 'offcpu', 'stacks', 'chains', 'v8_stacks']) obj.getMap(map).clear();
+    for (const map of ['counts', 'offcpu', 'stacks', 'stacks_b', 'chains', 'v8_stacks']) obj.getMap(map).clear();
     obj.setGlobalVariable('dropped_samples', 0n);
     const v8Dropped = Number(obj.getGlobalVariable('v8_dropped'));
     obj.setGlobalVariable('v8_dropped', 0n);
