@@ -8,10 +8,10 @@
  * (offcpu) are keyed by it */
 struct profile_key {
 	__u32 tid;			/* the kernel's thread id */
-	__s32 user_stack;		/* id in the stacks map, or -errno: none (-EFAULT), lost (-EEXIST, -ENOMEM) */
-	__s32 kernel_stack;		/* the same, for the kernel stack */
-	char comm[TASK_COMM_LEN];	/* the thread's name */
 	__u32 preempted;		/* off CPU: 1 if it was preempted (runnable), 0 if it slept */
+	__s64 user_stack;		/* key in the stacks map (bpf/stacks.bpf.h), or -errno: none (-EFAULT), lost (-ENOMEM) */
+	__s64 kernel_stack;		/* the same, for the kernel stack */
+	char comm[TASK_COMM_LEN];	/* the thread's name */
 	__u64 user_chain;		/* off CPU: key in the chains map of the frames recovered above a
 					 * library without frame pointers (glibc's futex waits), or 0 */
 	__u64 v8_stack;			/* key in the v8_stacks map of the stack's JS frames (bpf/v8.bpf.h), or 0: not walked */

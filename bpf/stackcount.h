@@ -7,10 +7,10 @@
 /* what is counted: a thread's kernel and user stacks at the event */
 struct stackcount_key {
 	__u32 pid;			/* process (tgid) */
-	__s32 kernel_stack;		/* id in the stacks map, or -errno: none (-EFAULT), lost (-EEXIST, -ENOMEM) */
-	__s32 user_stack;		/* the same, for the user-space stack */
-	char comm[TASK_COMM_LEN];	/* the thread's name */
 	__u32 pad;
+	__s64 kernel_stack;		/* key in the stacks map (bpf/stacks.bpf.h), or -errno: none (-EFAULT), lost (-ENOMEM) */
+	__s64 user_stack;		/* the same, for the user-space stack */
+	char comm[TASK_COMM_LEN];	/* the thread's name */
 	__u64 cgroup;			/* cgroup id (v2); 0 unless per_container */
 	__u64 v8_stack;			/* key in the v8_stacks map of the stack's JS frames (bpf/v8.bpf.h), or 0: not walked */
 };

@@ -21,7 +21,7 @@ const { perfMapPath } = require('../host/procfs');
 const jitdump = require('./jitdump');
 const { V8Frames } = require('./v8');
 
-const EFAULT = 14; // bpf_get_stackid: no stack of that kind (a kernel thread's user stack, a user-mode sample's kernel stack)
+const EFAULT = 14; // bpf/stacks.bpf.h: no stack of that kind (a kernel thread's user stack, a user-mode sample's kernel stack)
 
 /**
  * Names addresses, caching every answer: kernel addresses once, user
@@ -177,7 +177,7 @@ function withoutParameters(name) {
  * map, or -errno; see bpf/stackcount.h) with a count as value:
  * `[{ pid, comm, count, kernel: [address], user: [address], lost, cgroup? }]`,
  * innermost frame first. `lost`: a stack the kernel could not keep (its
- * map was full, or a hash collision). `del`: empty the counts as they are
+ * map was full). `del`: empty the counts as they are
  * read (for interval reports). `cgroup`: the key's cgroup id, where it
  * has one (not 0: bpf/filter.bpf.h's per_container). `v8`: the stack's JS
  * frames as the kernel walked them (the key's v8_stack in the object's
@@ -191,38 +191,40 @@ function readStacks(obj, { counts = 'counts', stacks = 'stacks', del = false, v8
   // the JS frames the kernel walked (bpf/v8.bpf.h), where the object walks them
   const walked = v8 ?? (hasMap(obj, 'v8_stacks') ? new V8Frames().readStacks(obj) : new Map());
   const stack = stackReader(obj, stacks);
-  const lost = (id) => id < 0 && id !== -EFAULT;
   return entries.map(([key, count]) => ({
     pid: key.pid,
     comm: key.comm,
     count: Number(count),
     kernel: stack(key.kernel_stack),
     user: stack(key.user_stack),
-    lost: lost(key.kernel_stack) || lost(key.user_stack),
+    lost: lostStack(key.kernel_stack) || lostStack(key.user_stack),
     ...(key.cgroup && { cgroup: Number(key.cgroup) }),
     ...(key.v8_stack && walked.has(key.v8_stack) && { v8: walked.get(key.v8_stack) }),
   }));
 }
 
-/** bpf/stacks.bpf.h's STACK_B: an id in the second map (`stacks_b`), whose bucket in the first held another stack. */
-const STACK_B = 1 << 30;
-
 /**
- * The addresses of a stack id of `obj`'s stack-trace maps (bpf/stacks.bpf.h:
- * `name`, then `name`_b for ids flagged STACK_B), innermost first, without
- * the zeros that end a short stack; [] for -errno. Cached per id.
+ * The addresses of a stack key of `obj`'s `name` map (bpf/stacks.bpf.h: a
+ * hash map of stacks by a 64-bit hash), innermost first, up to the 0 after
+ * the last; [] for -errno. Cached per key.
  */
 function stackReader(obj, name = 'stacks') {
-  const maps = [obj.getMap(name), hasMap(obj, `${name}_b`) ? obj.getMap(`${name}_b`) : null];
+  const map = obj.getMap(name);
   const cache = new Map();
   return (id) => {
     if (id < 0) return [];
     if (!cache.has(id)) {
-      const map = id & STACK_B ? maps[1] : maps[0];
-      cache.set(id, (map?.get(id & ~STACK_B) ?? []).filter((a) => a !== 0n));
+      const ips = map.get(id)?.ips ?? [];
+      const end = ips.indexOf(0n);
+      cache.set(id, end < 0 ? ips : ips.slice(0, end));
     }
     return cache.get(id);
   };
+}
+
+/** Whether stack key `id` (bpf/stacks.bpf.h's stack_id, a BigInt) is a stack that was not kept: not -EFAULT (no stack). */
+function lostStack(id) {
+  return id < 0 && Number(id) !== -EFAULT;
 }
 
 /** Whether `obj` has a map named `name`. */
@@ -344,4 +346,4 @@ function hasPerfMap(pid) {
   }
 }
 
-module.exports = { StackSymbolizer, frameName, readStacks, stackReader, symbolize, foldStacks, formatStack, hasPerfMap };
+module.exports = { StackSymbolizer, frameName, readStacks, stackReader, lostStack, symbolize, foldStacks, formatStack, hasPerfMap };

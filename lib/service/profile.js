@@ -301,7 +301,7 @@ class Profiler {
     let startNs;
     let startHr;
     try {
-      for (const map of ['counts', 'offcpu', 'stacks', 'stacks_b', 'chains', 'v8_stacks']) obj.getMap(map).clear();
+      for (const map of ['counts', 'offcpu', 'stacks', 'chains', 'v8_stacks']) obj.getMap(map).clear();
       const primed = this.#options.v8 && !this.#v8Error ? this.#symbolizer.v8.primeState(obj) : undefined;
       const periodNs = Math.round(1e9 / this.#options.frequency);
       startNs = BigInt(Date.now()) * 1000000n;
@@ -458,7 +458,7 @@ class Profiler {
     const library = new Set(native.libraryThreads().map((t) => this.#kernelTid(t.tid)));
     const out = { cpu: [], offCpu: [] };
     for (const r of rows) {
-      const lost = (id) => id < 0 && id !== -EFAULT;
+      const lost = stacks.lostStack;
       // a frame V8's data could not name loses to the perf map's name, and wins over none
       const named = (a, i) => {
         if (!r.js[i]) return [userFrame(a)];
@@ -483,7 +483,7 @@ class Profiler {
         frames: [...kernelFrames, ...userFrames],
       });
     }
-    for (const map of ['counts', 'offcpu', 'stacks', 'stacks_b', 'chains', 'v8_stacks']) obj.getMap(map).clear();
+    for (const map of ['counts', 'offcpu', 'stacks', 'chains', 'v8_stacks']) obj.getMap(map).clear();
     obj.setGlobalVariable('dropped_samples', 0n);
     const v8Dropped = Number(obj.getGlobalVariable('v8_dropped'));
     obj.setGlobalVariable('v8_dropped', 0n);
