@@ -13,7 +13,6 @@
 #include "v8.bpf.h"
 #include "stacks.bpf.h"
 
-
 const volatile __u32 target_pid = 0;	/* 0: every process (CPU samples: but idle) */
 const volatile bool kernel_stacks = true;
 const volatile bool user_stacks = true;

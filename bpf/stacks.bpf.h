@@ -10,10 +10,11 @@
  * lost only when the map is full (STACKS_MAX distinct stacks).
  *
  * stack_id gives a stack's key in `stacks` (a positive 63-bit hash), or
- * -errno: none (-EFAULT: no user stack, a kernel thread), lost (-ENOMEM:
- * the map full; -EFAULT where the walk faulted). The value holds the
- * addresses innermost first, a 0 after the last (lib/frames/stacks.js
- * stackReader). Include after vmlinux.h and bpf_helpers.h.
+ * -errno: -EFAULT, none (a kernel thread's user stack, a user-mode
+ * sample's kernel stack); any other, lost (-ENOMEM: the map full). The
+ * value holds the addresses innermost first, a 0 after the last
+ * (lib/frames/stacks.js stackReader). Include after vmlinux.h and
+ * bpf_helpers.h.
  */
 #ifndef __STACKS_BPF_H
 #define __STACKS_BPF_H

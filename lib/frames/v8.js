@@ -267,13 +267,11 @@ function frameLabel(f) {
 }
 
 /**
- * Marks the first of walked `frames` innermost: its pc is the sampled ip,
- * looked up as is; every other pc is a return address (looked up at pc - 1).
- */
-/**
  * The frames of walked stack `s` (a v8_stacks value), innermost first, the
- * first marked `innermost`; where the sample was in a function's first
- * instructions (bpf/v8.h's entered_ret), the first also has `enteredRet`.
+ * first marked `innermost`: its pc is the sampled ip, looked up as is;
+ * every other pc is a return address (looked up at pc - 1). Where the
+ * sample was in a function's first instructions (bpf/v8.h's entered_ret),
+ * the first also has `enteredRet`.
  */
 function framesOf(s) {
   const frames = s.frames.slice(0, Math.min(s.depth, s.frames.length));
