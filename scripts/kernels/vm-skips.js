@@ -29,6 +29,14 @@ const SKIPS = [
     name: /^-t: the stacks of K syscalls of a C workload/,
     reason: 'on 6.1 the syscall tracepoint stacks carry no kernel frames and an extra [unknown] user frame: the exact folded stack differs',
   },
+  // 4,096 distinct stacks, each named by the tool at the end: under TCG the
+  // naming runs past the test's 60 s (5.10: killed, exit null). The kernel
+  // side (bpf/stacks.bpf.h) loads and counts there: the tests above.
+  {
+    file: 'stackcount.test.js',
+    name: /^-t: 4096 distinct stacks of a C workload/,
+    reason: 'naming 4,096 stacks takes the tool over 60 s under TCG; the stacks map is checked by the other stackcount tests there',
+  },
   // The perf buffer delivers later under TCG: a write of the process's
   // threads made just before the test opens its window (the monitor's count
   // read) can reach the callback after it opened (5.10: 12 seen, 11 counted).
