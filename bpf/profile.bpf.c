@@ -185,8 +185,8 @@ int handle_sample(struct bpf_perf_event_data *ctx)
 	if (id >> 32 != target_pid)
 		return 0;
 	key.tid = (__u32)id;
-	key.user_stack = stack_id(ctx, BPF_F_USER_STACK);
-	key.kernel_stack = stack_id(ctx, 0);
+	key.user_stack = stack_id(ctx, BPF_F_USER_STACK, STACK_SLOT_EVENT);
+	key.kernel_stack = stack_id(ctx, 0, STACK_SLOT_EVENT);
 	key.v8_stack = v8_walk_sample(target_pid, ctx);
 	bpf_get_current_comm(key.comm, sizeof(key.comm));
 	count = bpf_map_lookup_elem(&counts, &key);
@@ -204,15 +204,15 @@ int handle_sample(struct bpf_perf_event_data *ctx)
 }
 
 /* the main thread leaves the CPU: it is current, its stacks are here; ctx is the program's own */
-static __always_inline void leave_cpu(void *ctx, struct task_struct *prev, bool preempt, __u64 now)
+static __always_inline void leave_cpu(void *ctx, struct task_struct *prev, bool preempt, __u64 now, __u32 slot)
 {
 	__u64 chain_fp = 0;
 	struct pt_regs *regs;
 
 	off.key.tid = target_pid;
 	off.key.preempted = preempt;
-	off.key.user_stack = stack_id(ctx, BPF_F_USER_STACK);
-	off.key.kernel_stack = stack_id(ctx, 0);
+	off.key.user_stack = stack_id(ctx, BPF_F_USER_STACK, slot);
+	off.key.kernel_stack = stack_id(ctx, 0, slot);
 	/* preempted, it was running code with frame pointers (JIT code, node): no chain to recover */
 	off.key.user_chain = preempt ? 0 : recover_chain(prev, &chain_fp);
 	/* JS frames (V8's own data): from the saved registers, else from the recovered chain */
@@ -226,14 +226,15 @@ static __always_inline void leave_cpu(void *ctx, struct task_struct *prev, bool 
 }
 
 /* the main thread leaves the CPU: its stacks are taken, or (preempted, not by stack) its time only */
-static __always_inline void leave(void *ctx, struct task_struct *prev, bool preempt, __u64 now)
+/* (slot: stack_id's, STACK_SLOT_BTF from the tp_btf program, whose run a CPU sample may interrupt) */
+static __always_inline void leave(void *ctx, struct task_struct *prev, bool preempt, __u64 now, __u32 slot)
 {
 	if (preempt && !offcpu_preempted) {
 		off.walked = 0;
 		off.start_ns = now;
 		return;
 	}
-	leave_cpu(ctx, prev, preempt, now);
+	leave_cpu(ctx, prev, preempt, now, slot);
 }
 
 /* the interval off.key started ended after delta ns */
@@ -348,7 +349,7 @@ int handle_switch(struct bpf_perf_event_data *ctx)
 	off.nivcsw = f.nivcsw;
 	if (idle_poll(prev, preempt) || !f.clock)
 		return 0;
-	leave(ctx, prev, preempt, f.clock);
+	leave(ctx, prev, preempt, f.clock, STACK_SLOT_EVENT);
 	return 0;
 }
 
@@ -365,7 +366,7 @@ int BPF_PROG(handle_sched_switch, bool preempt, struct task_struct *prev, struct
 		if (idle_poll(prev, preempt))
 			off.start_ns = 0;
 		else
-			leave(ctx, prev, preempt, bpf_ktime_get_ns());
+			leave(ctx, prev, preempt, bpf_ktime_get_ns(), STACK_SLOT_BTF);
 		return 0;
 	}
 	if (next->pid != target_pid || !off.start_ns)

@@ -40,8 +40,8 @@ static __always_inline int count_stack(void *ctx, enum walk_from from)
 	if ((target_pid ? key.pid != target_pid : !id) || !cgroup_traced())
 		return 0;
 	key.cgroup = container_key();
-	key.kernel_stack = kernel_stacks ? stack_id(ctx, 0) : -EFAULT;
-	key.user_stack = user_stacks ? stack_id(ctx, BPF_F_USER_STACK) : -EFAULT;
+	key.kernel_stack = kernel_stacks ? stack_id(ctx, 0, STACK_SLOT_EVENT) : -EFAULT;
+	key.user_stack = user_stacks ? stack_id(ctx, BPF_F_USER_STACK, STACK_SLOT_EVENT) : -EFAULT;
 	if (user_stacks) {
 		if (from == WALK_SAMPLE)
 			key.v8_stack = v8_walk_sample(key.pid, ctx);

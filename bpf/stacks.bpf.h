@@ -41,24 +41,33 @@ struct {
 	__type(value, struct stack_ips);
 } stacks SEC(".maps");
 
-/* the stack being read (per CPU: a kilobyte, too big for the BPF stack) */
+/*
+ * The stack being read (per CPU: a kilobyte, too big for the BPF stack), one
+ * slot per kind of program that can interrupt another on the same CPU: a
+ * perf event's program (a CPU sample, in the timer's interrupt) may run in
+ * the middle of a tp_btf program (sched_switch), which the kernel does not
+ * keep it out of; the two must not share a buffer.
+ */
+#define STACK_SLOT_EVENT 0	/* perf events, tracepoints, uprobes: never nested in one another */
+#define STACK_SLOT_BTF 1	/* tp_btf programs: a perf event's may interrupt them */
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
+	__uint(max_entries, 2);
 	__type(key, __u32);
 	__type(value, struct stack_ips);
 } stack_scratch SEC(".maps");
 
-/* the key in `stacks` of the stack at `ctx` (`flags`: bpf_get_stack's), or -errno */
-static __always_inline __s64 stack_id(void *ctx, __u64 flags)
+/* the key in `stacks` of the stack at `ctx` (`flags`: bpf_get_stack's; `slot`: STACK_SLOT_*), or -errno */
+static __always_inline __s64 stack_id(void *ctx, __u64 flags, __u32 slot)
 {
 	__u64 hash = 14695981039346656037ULL;
 	struct stack_ips *s;
-	__u32 zero = 0, end;
+	__u32 end;
 	long n;
 	int i;
 
-	s = bpf_map_lookup_elem(&stack_scratch, &zero);
+	s = bpf_map_lookup_elem(&stack_scratch, &slot);
 	if (!s)
 		return -ENOMEM;
 	n = bpf_get_stack(ctx, s->ips, sizeof(s->ips), flags);
