@@ -124,9 +124,12 @@ describe('examples/stackcount.js', { skip, timeout: 5 * TIMEOUT_MS }, () => {
     }
   });
 
-  test('-t: the stacks of K syscalls of a C workload, counted exactly, folded', async () => {
-    const K = 500;
-    const fixture = spawn(buildFixture('stackcount_calls'), [String(K)], { stdio: ['pipe', 'pipe', 'inherit'] });
+  /**
+   * stackcount -t sys_enter_getppid --folded on the C workload (`args`):
+   * its folded lines as { frames, count }, and the raw stdout.
+   */
+  async function foldedGetppid(args) {
+    const fixture = spawn(buildFixture('stackcount_calls'), args, { stdio: ['pipe', 'pipe', 'inherit'] });
     const exited = new Promise((resolve) => fixture.on('exit', resolve));
     const tool = run(['--pid', String(fixture.pid), '-t', 'syscalls:sys_enter_getppid', '--folded']);
     await tool.ready;
@@ -142,6 +145,12 @@ describe('examples/stackcount.js', { skip, timeout: 5 * TIMEOUT_MS }, () => {
       const m = /^(.*) (\d+)$/.exec(line);
       return { frames: m[1].split(';'), count: Number(m[2]) };
     });
+    return { lines, stdout };
+  }
+
+  test('-t: the stacks of K syscalls of a C workload, counted exactly, folded', async () => {
+    const K = 500;
+    const { lines, stdout } = await foldedGetppid([String(K)]);
     const ours = lines.filter((l) => l.frames.join(';').includes(';main;stackcount_outer;stackcount_inner;'));
     assert.equal(ours.reduce((n, l) => n + l.count, 0), K, `K stacks through main, stackcount_outer, stackcount_inner:\n${stdout}`);
     assert.equal(lines.reduce((n, l) => n + l.count, 0), K, 'no other getppid');
@@ -155,21 +164,7 @@ describe('examples/stackcount.js', { skip, timeout: 5 * TIMEOUT_MS }, () => {
 
   test('-t: 4096 distinct stacks of a C workload: each counted once, none lost (bpf/stacks.bpf.h: a stack-trace map of 16384 lost ~12% to hash collisions)', async () => {
     const L = 12;
-    const fixture = spawn(buildFixture('stackcount_calls'), ['0', String(L)], { stdio: ['pipe', 'pipe', 'inherit'] });
-    const exited = new Promise((resolve) => fixture.on('exit', resolve));
-    const tool = run(['--pid', String(fixture.pid), '-t', 'syscalls:sys_enter_getppid', '--folded']);
-    await tool.ready;
-    fixture.stdin.write('go\n');
-    await new Promise((resolve) => fixture.stdout.on('data', (d) => String(d).includes('done') && resolve()));
-    tool.child.kill('SIGINT');
-    const { code, stdout, stderr } = await tool.done;
-    fixture.stdin.end();
-    assert.equal(await exited, 0);
-    assert.equal(code, 0, stderr);
-    const lines = stdout.trim().split('\n').map((line) => {
-      const m = /^(.*) (\d+)$/.exec(line);
-      return { frames: m[1].split(';'), count: Number(m[2]) };
-    });
+    const { lines, stdout } = await foldedGetppid(['0', String(L)]);
     const count = (list) => list.reduce((n, l) => n + l.count, 0);
     // each path's stack: its chain of path_a and path_b (main's first, the innermost's last) is its number's bits
     const paths = lines.filter((l) => l.frames.includes('stackcount_inner'));
