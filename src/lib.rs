@@ -27,6 +27,7 @@ mod privileges;
 mod program;
 mod queue;
 mod release;
+mod signals;
 mod state;
 mod symbols;
 mod threads;

@@ -19,6 +19,7 @@ use crate::{
   libbpf_log,
   queue::Sink,
   release::{self, Garbage},
+  signals,
 };
 
 /// Where the object is in its life.
@@ -84,7 +85,8 @@ impl ObjectState {
     if let Stage::Open(_) = self.stage {
       let Stage::Open(open) = std::mem::replace(&mut self.stage, Stage::Closed) else { unreachable!() };
       libbpf_log::clear();
-      match open.load() {
+      // (the verifier gives up on a pending signal: another profiler's SIGPROF every millisecond)
+      match signals::held(|| open.load()) {
         Ok(obj) => self.stage = Stage::Loaded(obj),
         Err(e) => {
           let error = diagnose::load_error(&self.source, &self.programs, &e);
