@@ -185,8 +185,8 @@ int handle_sample(struct bpf_perf_event_data *ctx)
 	if (id >> 32 != target_pid)
 		return 0;
 	key.tid = (__u32)id;
-	key.user_stack = stack_id(ctx, BPF_F_USER_STACK, STACK_SLOT_EVENT);
-	key.kernel_stack = stack_id(ctx, 0, STACK_SLOT_EVENT);
+	key.user_stack = stack_id(ctx, BPF_F_USER_STACK, SCRATCH_SLOT_EVENT);
+	key.kernel_stack = stack_id(ctx, 0, SCRATCH_SLOT_EVENT);
 	key.v8_stack = v8_walk_sample(target_pid, ctx);
 	bpf_get_current_comm(key.comm, sizeof(key.comm));
 	count = bpf_map_lookup_elem(&counts, &key);
@@ -217,16 +217,16 @@ static __always_inline void leave_cpu(void *ctx, struct task_struct *prev, bool 
 	off.key.user_chain = preempt ? 0 : recover_chain(prev, &chain_fp);
 	/* JS frames (V8's own data): from the saved registers, else from the recovered chain */
 	regs = task_user_regs(prev);
-	off.key.v8_stack = v8_walk_kregs(target_pid, regs);
+	off.key.v8_stack = v8_walk_kregs(target_pid, regs, slot);
 	if (!off.key.v8_stack && chain_fp && regs)
-		off.key.v8_stack = v8_walk(target_pid, PT_REGS_IP_CORE(regs), chain_fp, PT_REGS_SP_CORE(regs));
+		off.key.v8_stack = v8_walk(target_pid, PT_REGS_IP_CORE(regs), chain_fp, PT_REGS_SP_CORE(regs), slot);
 	bpf_get_current_comm(off.key.comm, sizeof(off.key.comm));
 	off.walked = 1;
 	off.start_ns = now;
 }
 
 /* the main thread leaves the CPU: its stacks are taken, or (preempted, not by stack) its time only */
-/* (slot: stack_id's, STACK_SLOT_BTF from the tp_btf program, whose run a CPU sample may interrupt) */
+/* (slot: the scratch buffers', SCRATCH_SLOT_BTF from the tp_btf program, whose run a CPU sample may interrupt) */
 static __always_inline void leave(void *ctx, struct task_struct *prev, bool preempt, __u64 now, __u32 slot)
 {
 	if (preempt && !offcpu_preempted) {
@@ -349,7 +349,7 @@ int handle_switch(struct bpf_perf_event_data *ctx)
 	off.nivcsw = f.nivcsw;
 	if (idle_poll(prev, preempt) || !f.clock)
 		return 0;
-	leave(ctx, prev, preempt, f.clock, STACK_SLOT_EVENT);
+	leave(ctx, prev, preempt, f.clock, SCRATCH_SLOT_EVENT);
 	return 0;
 }
 
@@ -366,7 +366,7 @@ int BPF_PROG(handle_sched_switch, bool preempt, struct task_struct *prev, struct
 		if (idle_poll(prev, preempt))
 			off.start_ns = 0;
 		else
-			leave(ctx, prev, preempt, bpf_ktime_get_ns(), STACK_SLOT_BTF);
+			leave(ctx, prev, preempt, bpf_ktime_get_ns(), SCRATCH_SLOT_BTF);
 		return 0;
 	}
 	if (next->pid != target_pid || !off.start_ns)

@@ -40,16 +40,16 @@ static __always_inline int count_stack(void *ctx, enum walk_from from)
 	if ((target_pid ? key.pid != target_pid : !id) || !cgroup_traced())
 		return 0;
 	key.cgroup = container_key();
-	key.kernel_stack = kernel_stacks ? stack_id(ctx, 0, STACK_SLOT_EVENT) : -EFAULT;
-	key.user_stack = user_stacks ? stack_id(ctx, BPF_F_USER_STACK, STACK_SLOT_EVENT) : -EFAULT;
+	key.kernel_stack = kernel_stacks ? stack_id(ctx, 0, SCRATCH_SLOT_EVENT) : -EFAULT;
+	key.user_stack = user_stacks ? stack_id(ctx, BPF_F_USER_STACK, SCRATCH_SLOT_EVENT) : -EFAULT;
 	if (user_stacks) {
 		if (from == WALK_SAMPLE)
 			key.v8_stack = v8_walk_sample(key.pid, ctx);
 		else if (from == WALK_CTX)
 			key.v8_stack = v8_walk(key.pid, PT_REGS_IP((struct pt_regs *)ctx), PT_REGS_FP((struct pt_regs *)ctx),
-					       PT_REGS_SP((struct pt_regs *)ctx));
+					       PT_REGS_SP((struct pt_regs *)ctx), SCRATCH_SLOT_EVENT);
 		else
-			key.v8_stack = v8_walk_current(key.pid);
+			key.v8_stack = v8_walk_current(key.pid, SCRATCH_SLOT_EVENT);
 	}
 	bpf_get_current_comm(key.comm, sizeof(key.comm));
 	count = bpf_map_lookup_elem(&counts, &key);

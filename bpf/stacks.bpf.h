@@ -19,6 +19,8 @@
 #ifndef __STACKS_BPF_H
 #define __STACKS_BPF_H
 
+#include "scratch_slots.h"
+
 /* the frames of a stack kept (the kernel's perf_event_max_stack is 127) */
 #define MAX_STACK_DEPTH 127
 #define STACKS_MAX 16384
@@ -41,24 +43,15 @@ struct {
 	__type(value, struct stack_ips);
 } stacks SEC(".maps");
 
-/*
- * The stack being read (per CPU: a kilobyte, too big for the BPF stack), one
- * slot per kind of program that can interrupt another on the same CPU: a
- * perf event's program (a CPU sample, in the timer's interrupt) may run in
- * the middle of a tp_btf program (sched_switch), which the kernel does not
- * keep it out of; the two must not share a buffer.
- */
-#define STACK_SLOT_EVENT 0	/* perf events, tracepoints, uprobes: never nested in one another */
-#define STACK_SLOT_BTF 1	/* tp_btf programs: a perf event's may interrupt them */
-
+/* the stack being read (per CPU: a kilobyte, too big for the BPF stack), one per SCRATCH_SLOT_* */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 2);
+	__uint(max_entries, SCRATCH_SLOTS);
 	__type(key, __u32);
 	__type(value, struct stack_ips);
 } stack_scratch SEC(".maps");
 
-/* the key in `stacks` of the stack at `ctx` (`flags`: bpf_get_stack's; `slot`: STACK_SLOT_*), or -errno */
+/* the key in `stacks` of the stack at `ctx` (`flags`: bpf_get_stack's; `slot`: SCRATCH_SLOT_*), or -errno */
 static __always_inline __s64 stack_id(void *ctx, __u64 flags, __u32 slot)
 {
 	__u64 hash = 14695981039346656037ULL;

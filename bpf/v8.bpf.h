@@ -27,6 +27,7 @@
 #define __V8_BPF_H
 
 #include "v8.h"
+#include "scratch_slots.h"
 
 #define V8_LAYOUTS_MAX 1024
 #define V8_STACKS_MAX 4096
@@ -74,7 +75,7 @@ __u64 v8_dropped = 0;
 __u64 v8_fresh[V8_FRESH] = {};
 __u64 v8_fresh_count = 0;
 
-/* the walk's state (per CPU): the stack so far, where it is, the slots of the frame being read */
+/* the walk's state (per CPU, one per SCRATCH_SLOT_*): the stack so far, where it is, the slots of the frame being read */
 struct v8_scratch {
 	struct v8_stack stack;
 	__u64 pc;		/* the frame's pc */
@@ -88,7 +89,7 @@ struct v8_scratch {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
+	__uint(max_entries, SCRATCH_SLOTS);
 	__type(key, __u32);
 	__type(value, struct v8_scratch);
 } v8_scratch SEC(".maps");
@@ -165,16 +166,16 @@ static __always_inline bool v8_function(const struct v8_layout *l, __u64 slot, s
 #define V8_FRAME_NONE 2		/* not recorded (its slots could not be read) */
 
 /*
- * Frame `i` of the walk (the layout in the scratch): reads the slots of the frame at
+ * Frame `i` of the walk (the layout in scratch `slot`): reads the slots of the frame at
  * the scratch's fp, records struct v8_frame i (pc: the scratch's pc), adds
  * it to the hash, and moves the scratch's pc and fp to the caller's frame.
  * A global function: the verifier checks it once, not once per frame and
  * path of the walk (which 5.10's complexity limit would not take).
  */
-__attribute__((noinline)) int v8_walk_frame(__u32 i)
+__attribute__((noinline)) int v8_walk_frame(__u32 i, __u32 slot)
 {
-	__u32 zero = 0, ictx, ifn, ibc;
-	struct v8_scratch *s = bpf_map_lookup_elem(&v8_scratch, &zero);
+	__u32 ictx, ifn, ibc;
+	struct v8_scratch *s = bpf_map_lookup_elem(&v8_scratch, &slot);
 	__u64 marker, next, ret, fp, hash;
 	struct v8_layout *l;
 	struct v8_frame *f;
@@ -219,14 +220,14 @@ __attribute__((noinline)) int v8_walk_frame(__u32 i)
 }
 
 /*
- * Walks the user stack of process `tgid` from its registers (pc, fp, sp):
- * the key of the walked stack in v8_stacks, or 0 (no layout for the
+ * Walks the user stack of process `tgid` from its registers (pc, fp, sp),
+ * in scratch `slot` (SCRATCH_SLOT_*: the program's kind): the key of the walked stack in v8_stacks, or 0 (no layout for the
  * process, no JS frame found, the table full).
  */
-static __always_inline __u64 v8_walk(__u32 tgid, __u64 pc, __u64 fp, __u64 sp)
+static __always_inline __u64 v8_walk(__u32 tgid, __u64 pc, __u64 fp, __u64 sp, __u32 slot)
 {
 	struct v8_layout *l = bpf_map_lookup_elem(&v8_layouts, &tgid);
-	__u32 zero = 0, depth = 0;
+	__u32 depth = 0;
 	struct v8_scratch *s;
 	__u64 hash, n;
 	int i, r;
@@ -235,7 +236,7 @@ static __always_inline __u64 v8_walk(__u32 tgid, __u64 pc, __u64 fp, __u64 sp)
 		return 0;
 	if (!V8_USER_ADDR(pc) || fp < sp || fp - sp >= V8_FRAME_SPAN * 8)
 		return 0;
-	s = bpf_map_lookup_elem(&v8_scratch, &zero);
+	s = bpf_map_lookup_elem(&v8_scratch, &slot);
 	if (!s)
 		return 0;
 	s->layout = *l;
@@ -255,7 +256,7 @@ static __always_inline __u64 v8_walk(__u32 tgid, __u64 pc, __u64 fp, __u64 sp)
 		s->stack.entered_ret = s->window[1];
 	s->hash ^= s->stack.entered_ret;
 	for (i = 0; i < V8_MAX_FRAMES; i++) {
-		r = v8_walk_frame(i);
+		r = v8_walk_frame(i, slot);
 		if (r == V8_FRAME_NONE)
 			break;
 		depth = i + 1;
@@ -284,25 +285,25 @@ static __always_inline __u64 v8_walk(__u32 tgid, __u64 pc, __u64 fp, __u64 sp)
 }
 
 /* the walk from user registers saved in kernel memory (a task's pt_regs) */
-static __always_inline __u64 v8_walk_kregs(__u32 tgid, struct pt_regs *regs)
+static __always_inline __u64 v8_walk_kregs(__u32 tgid, struct pt_regs *regs, __u32 slot)
 {
 	if (!regs)
 		return 0;
-	return v8_walk(tgid, PT_REGS_IP_CORE(regs), PT_REGS_FP_CORE(regs), PT_REGS_SP_CORE(regs));
+	return v8_walk(tgid, PT_REGS_IP_CORE(regs), PT_REGS_FP_CORE(regs), PT_REGS_SP_CORE(regs), slot);
 }
 
 /* the walk of `task` (a BTF pointer: tp_btf's arguments) from the user registers it entered the kernel with */
-static __always_inline __u64 v8_walk_task(__u32 tgid, struct task_struct *task)
+static __always_inline __u64 v8_walk_task(__u32 tgid, struct task_struct *task, __u32 slot)
 {
-	return v8_walk_kregs(tgid, task_user_regs(task));
+	return v8_walk_kregs(tgid, task_user_regs(task), slot);
 }
 
 /* the walk of the current task from the user registers it entered the kernel with (tracepoints, or a sample in the kernel) */
-static __always_inline __u64 v8_walk_current(__u32 tgid)
+static __always_inline __u64 v8_walk_current(__u32 tgid, __u32 slot)
 {
 	if (!bpf_map_lookup_elem(&v8_layouts, &tgid))
 		return 0;
-	return v8_walk_kregs(tgid, current_user_regs());
+	return v8_walk_kregs(tgid, current_user_regs(), slot);
 }
 
 /* the walk from a perf event sample's registers: its own if it interrupted user space, else the task's user registers */
@@ -311,8 +312,8 @@ static __always_inline __u64 v8_walk_sample(__u32 tgid, struct bpf_perf_event_da
 	__u64 pc = PT_REGS_IP(&ctx->regs);
 
 	if (V8_USER_ADDR(pc))
-		return v8_walk(tgid, pc, PT_REGS_FP(&ctx->regs), PT_REGS_SP(&ctx->regs));
-	return v8_walk_current(tgid);
+		return v8_walk(tgid, pc, PT_REGS_FP(&ctx->regs), PT_REGS_SP(&ctx->regs), SCRATCH_SLOT_EVENT);
+	return v8_walk_current(tgid, SCRATCH_SLOT_EVENT);
 }
 
 #endif /* __V8_BPF_H */
