@@ -177,6 +177,10 @@ export declare class BpfMap {
   get valueLayout(): TypeLayout | null
   /** The value at `key`, or undefined; for per-CPU maps an array with one value per possible CPU. */
   get(key: any): any
+  /** The value at `key` as the kernel holds it (a Buffer of `valueSize` bytes, one per possible CPU after another for per-CPU maps), undecoded; or undefined. */
+  getBytes(key: any): Buffer | undefined
+  /** Every key and value as the kernel holds them, undecoded: `[keys, values]`, two Buffers, each its items back to back (`keySize`, `valueSize` bytes each; per CPU for per-CPU maps), read in batches. */
+  getBatchBytes(): [Buffer, Buffer]
   /** Whether `key` is in the map. */
   has(key: any): boolean
   /**
@@ -352,6 +356,7 @@ export type Settable<T> = T extends bigint
 /** A map whose key and value types are known. */
 export interface TypedMap<K, V, S extends Record<string, unknown> = Record<string, unknown>> extends BpfMap {
   get(key: Settable<K>): V | undefined
+  getBytes(key: Settable<K>): Buffer | undefined
   has(key: Settable<K>): boolean
   set(key: Settable<K>, value: Settable<V> | Array<Settable<V>>): void
   delete(key: Settable<K>): boolean

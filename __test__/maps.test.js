@@ -27,6 +27,13 @@ test('a hash map of u32 -> u64: numbers in, bigints out', (t) => {
   // decode options per map
   const asNumbers = obj.getMap('kv', { int64: 'number' });
   assert.strictEqual(asNumbers.get(3), 300);
+  // undecoded: the bytes the kernel holds
+  assert.deepStrictEqual(kv.getBytes(3), Buffer.from([44, 1, 0, 0, 0, 0, 0, 0]));
+  assert.strictEqual(kv.getBytes(2), undefined);
+  const [keys, values] = kv.getBatchBytes();
+  assert.deepStrictEqual([keys.length, values.length], [8, 16]);
+  const pairs = [0, 1].map((i) => /** @type {[number, bigint]} */ ([keys.readUInt32LE(i * 4), values.readBigUInt64LE(i * 8)])).sort((a, b) => a[0] - b[0]);
+  assert.deepStrictEqual(pairs, [[1, 100n], [3, 300n]]);
 });
 
 test('a per-CPU array of structs, written by the program, one value per CPU', (t) => {

@@ -123,6 +123,11 @@ class BpfMap {
     return bytes === null ? undefined : this.#decodeValue(bytes);
   }
 
+  /** The value at `key` as the kernel holds it (a Buffer of `valueSize` bytes, one per possible CPU after another for per-CPU maps), undecoded; or undefined. */
+  getBytes(key) {
+    return this.#native.lookup(this.#key(key)) ?? undefined;
+  }
+
   /** Whether `key` is in the map. */
   has(key) {
     return this.#native.lookup(this.#key(key)) !== null;
@@ -195,6 +200,12 @@ class BpfMap {
   /** Every `[key, value]` pair of a hash map, read with the batch syscall (fewer syscalls than `entries()` on big maps). */
   getBatch() {
     return this.#entries(this.#native.batch(false));
+  }
+
+  /** Every key and value as the kernel holds them, undecoded: `[keys, values]`, two Buffers, each its items back to back (`keySize`, `valueSize` bytes each; per CPU for per-CPU maps), read in batches. */
+  getBatchBytes() {
+    const [keys, values] = this.#native.batch(false);
+    return [keys, values];
   }
 
   /**

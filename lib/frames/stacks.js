@@ -247,7 +247,10 @@ function userNames(entries, symbolizer) {
   const byPid = new Map(); // pid -> [[entry, aligned]]
   for (const e of entries) {
     if (e.lost) out.set(e, ['[lost stack]']);
-    else if (e.v8 && symbolizer.v8) byPid.set(e.pid, [...(byPid.get(e.pid) ?? []), [e, symbolizer.v8.align(e.user, e.v8)]]);
+    else if (e.v8 && symbolizer.v8) {
+      if (!byPid.has(e.pid)) byPid.set(e.pid, []);
+      byPid.get(e.pid).push([e, symbolizer.v8.align(e.user, e.v8)]);
+    }
   }
   for (const [pid, list] of byPid) {
     const named = symbolizer.v8.namesOf(pid, list.flatMap(([, aligned]) => aligned));
@@ -279,7 +282,10 @@ function userNames(entries, symbolizer) {
  */
 function symbolize(entries, symbolizer) {
   const byPid = new Map();
-  for (const e of entries) byPid.set(e.pid, [...(byPid.get(e.pid) ?? []), ...e.user]);
+  for (const e of entries) {
+    if (!byPid.has(e.pid)) byPid.set(e.pid, []);
+    for (const a of e.user) byPid.get(e.pid).push(a);
+  }
   for (const [pid, addresses] of byPid) symbolizer.prefetch(pid, addresses);
   const merged = new Map();
   const users = userNames(entries, symbolizer);
