@@ -38,9 +38,12 @@
 //          only, each with perf's per-task context switch); the same event
 //          on this process's idle main thread (what it costs the others).
 //          Programs with no work (bench/switch_costs.bpf.c): the dispatch
-//   sample: a loop's own CPU time at 997 Hz against unprofiled, paired,
-//          per sample taken (CPU time: others' load barely moves it), for
-//          threads 'all' (an event per CPU) and 'main' (one that follows it)
+//   sample: what a sample costs in CPU time, which others' load and the
+//          host's steal barely move: bench/profile_work.js's fixed loop
+//          under 24 JS frames, ROUNDS pairs of ~1 s profiled and not, in
+//          one process per profiler at ~1 kHz (where a sample's cost is
+//          well above the noise): none, @datadog/pprof, bpf.profile()'s
+//          default, v8: false, threads: 'main'
 //   node bench/profile_costs.js [--rounds N] [--rows none,pprof,99,...,switch,sample] [--bpf-stats] [--json]
 //   (default: every row; --no-http: switch and sample only)
 const fs = require('node:fs');
@@ -70,6 +73,8 @@ const OTHER_ROWS = ['switch', 'switches', 'sample'];
 const ROWS = argv.includes('--rows') ? argv[argv.indexOf('--rows') + 1].split(',') : argv.includes('--no-http') ? OTHER_ROWS : [...HTTP_ROWS.keys(), ...OTHER_ROWS];
 for (const r of ROWS) if (!HTTP_ROWS.has(r) && !OTHER_ROWS.includes(r)) throw new Error(`--rows: no row ${r}; the rows are ${[...HTTP_ROWS.keys(), ...OTHER_ROWS].join(', ')}`);
 const STATS = '/proc/sys/kernel/bpf_stats_enabled';
+/** The server on CPU 0 and wrk on CPU 1 (--no-pin: where the scheduler puts them). */
+const PIN = !argv.includes('--no-pin') && require('node:os').availableParallelism() >= 2;
 
 /** Lower quartile, median, upper quartile of the finite xs. */
 function quartiles(xs) {
@@ -80,12 +85,15 @@ function quartiles(xs) {
 
 /** The req/s rows `names`, in turn, against one server under one wrk run. */
 async function requestRows(names) {
-  const server = start(process.execPath, ['--perf-basic-prof', path.join(__dirname, 'profile_server.js')]);
+  // pinned: the server (and every thread of it: the profiler's too) on CPU 0, the load on CPU 1
+  /** @type {(cpu: number, cmd: string, args: string[]) => [string, string[]]} */
+  const pin = (cpu, cmd, args) => (PIN ? ['taskset', ['-c', String(cpu), cmd, ...args]] : [cmd, args]);
+  const server = start(...pin(0, process.execPath, ['--perf-basic-prof', path.join(__dirname, 'profile_server.js')]));
   let load;
   const out = new Map();
   try {
     const { port } = json(await waitLine(server, /^\{"port"/, 10_000));
-    load = start('wrk', ['-t1', '-c16', '-d3600s', `http://127.0.0.1:${port}/`]);
+    load = start(...pin(1, 'wrk', ['-t1', '-c16', '-d3600s', `http://127.0.0.1:${port}/`]));
     await sleep(3000); // the server's JIT warms up
     for (const name of names) {
       const from = server.lines.length;
@@ -95,7 +103,7 @@ async function requestRows(names) {
       const switches = server.lines.slice(from).map((l) => l.line).filter((l) => /^\{"t":"/.test(l)).map((l) => JSON.parse(l)).map((x) => ({ t: BigInt(x.t), on: x.on }));
       await sleep(100);
       const r = pairedLoss(servedSamples(server), switches);
-      out.set(name, { loss: r.loss, quartiles: quartiles(r.losses), losses: r.losses, traced: r.traced, untraced: r.untraced, pullMs: done.pullMs, samples: done.samples, programs: done.programs, seconds: ROUNDS });
+      out.set(name, { loss: r.loss, quartiles: quartiles(r.losses), losses: r.losses, traced: r.traced, untraced: r.untraced, cpu: Object.fromEntries(Object.entries(r.cpu).map(([k, c]) => [k, { ...c, quartiles: quartiles(c.costs) }])), pullMs: done.pullMs, samples: done.samples, programs: done.programs, seconds: ROUNDS });
     }
     return out;
   } finally {
@@ -113,39 +121,35 @@ function sleeps(n) {
   return ((u.user + u.system) * 1000) / n;
 }
 
-/** CPU time (µs, user + system) of a fixed loop: the sampling's cost is charged to the thread it interrupts. */
-function cpuOfLoop(n) {
-  const c = process.cpuUsage();
-  let x = 0;
-  for (let i = 0; i < n; i++) x = (x + Math.sqrt(i)) % 1e9;
-  const u = process.cpuUsage(c);
-  return { us: u.user + u.system, x };
-}
+/** The sample rows: name -> the profiler (bench/harness/profilers.js), at about 1 kHz, where a sample's cost is well above the noise. */
+const SAMPLE_ROWS = new Map([
+  ['none', 'none'],
+  ['pprof 1000 Hz', 'pprof:1000'],
+  ['bpf 997 Hz (off CPU on, V8 walk)', 'bpf:{"frequency":997}'],
+  ['bpf 997 Hz, v8: false', 'bpf:{"frequency":997,"v8":false}'],
+  ["bpf 997 Hz, threads: 'main'", 'bpf:{"frequency":997,"threads":"main"}'],
+]);
 
 /**
- * The CPU cost of one sample (two stack walks and a hash update), in this
- * process's CPU time, which other processes' load barely moves: a loop at
- * 997 Hz against the same loop unprofiled, paired; divided by the samples
- * taken. At 99 Hz that is 99 x it per busy CPU-second.
+ * What a sample costs, in CPU time: bench/profile_work.js's fixed loop under
+ * 24 JS frames, profiled and not, ROUNDS pairs in one process per row; the
+ * added CPU time of the main thread and of the process over the samples
+ * taken (median of the pairs). { name: { main, proc (ns per sample),
+ * samples (median per round), pullMs, programs } }.
  */
-async function sampleCost(threads) {
-  const profiler = bpf.profile({ frequency: 997, offCpu: false, threads });
-  const perSample = [];
-  try {
-    for (let i = 0; i < ROUNDS; i++) {
-      const ended = new AbortController();
-      const window = profiler.collect({ seconds: 60, signal: ended.signal });
-      const on = cpuOfLoop(3e7);
-      ended.abort();
-      const w = await window;
-      const off = cpuOfLoop(3e7);
-      const samples = w.cpu.reduce((n, s) => n + s.count, 0);
-      if (samples) perSample.push(((on.us - off.us) * 1000) / samples);
-    }
-  } finally {
-    profiler.close();
+async function sampleCosts() {
+  const out = {};
+  for (const [name, row] of SAMPLE_ROWS) {
+    const child = start(process.execPath, [path.join(__dirname, 'profile_work.js'), row, String(ROUNDS)]);
+    const done = json(await waitLine(child, /^\{"(done|error)"/, ROUNDS * 10_000 + 60_000));
+    await stop(child, 'SIGTERM');
+    if (done.error) throw new Error(`sample row ${name}: ${done.error}`);
+    const rounds = child.lines.map((l) => l.line).filter((l) => l.startsWith('{"round"')).map((l) => JSON.parse(l));
+    const per = (k) => median(rounds.map((r) => (r[k][0] - r[k][1]) / r.samples));
+    const added = (k) => quartiles(rounds.map((r) => r[k][0] / r[k][1] - 1));
+    out[name] = { main: per('main'), proc: per('proc'), mainAdded: added('main'), procAdded: added('proc'), samples: median(rounds.map((r) => r.samples)), pullMs: done.pullMs, programs: done.programs };
   }
-  return median(perSample);
+  return out;
 }
 
 /** The switches row: { variant: [first quartile, median] of CPU ns per switch }. */
@@ -211,7 +215,7 @@ const pct = (x) => `${(x * 100).toFixed(1)}%`;
     rows = httpNames.length ? await requestRows(httpNames) : new Map();
     if (ROWS.includes('switch')) result.perSwitchNs = { 'context-switches': await switchCost('context-switches'), sched_switch: await switchCost('sched_switch') };
     if (ROWS.includes('switches')) result.switches = await switchesCost();
-    if (ROWS.includes('sample')) result.perSampleNs = { all: await sampleCost('all'), main: await sampleCost('main') };
+    if (ROWS.includes('sample')) result.perSample = await sampleCosts();
   } finally {
     if (stats !== null) fs.writeFileSync(STATS, stats);
   }
@@ -222,17 +226,21 @@ const pct = (x) => `${(x * 100).toFixed(1)}%`;
   }
   const names = [...rows.keys()];
   if (names.length) {
-    console.log(`| profile (hello server, wrk -t1 -c16) | req/s unprofiled | profiled | cost, median (quartiles) of ${ROUNDS} paired seconds | / pprof's | samples per window | pull, main thread (median; first) |${stats !== null ? ' BPF programs: runs/s, ns/run |' : ''}`);
-    console.log(`|---|---:|---:|---:|---:|---:|---:|${stats !== null ? '---|' : ''}`);
-    const peer = rows.get('pprof')?.loss;
+    console.log(`| profile (hello server, wrk -t1 -c16) | req/s unprofiled | profiled | cost, median (quartiles) of ${ROUNDS} paired seconds | main thread's CPU per request: unprofiled µs; cost, median (quartiles) | / pprof's | process CPU per request: cost, median (quartiles) | / pprof's | samples per window | pull, main thread (median; first) |${stats !== null ? ' BPF programs: runs/s, ns/run |' : ''}`);
+    console.log(`|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|${stats !== null ? '---|' : ''}`);
+    /** `x` over the pprof row's `x`, where both are costs. */
+    const vsPeer = (name, x, peer) => (name !== 'pprof' && name !== 'none' && Number.isFinite(peer) && peer > 0 ? `${(x / peer).toFixed(2)}x` : '');
     for (const name of names) {
       const r = rows.get(name);
+      const peer = rows.get('pprof');
       const progs = Object.entries(r.programs ?? {})
         .filter(([, c]) => c.runs > 0)
         .map(([n, c]) => `${n} ${(c.runs / r.seconds).toFixed(0)}/s, ${(c.ns / c.runs).toFixed(0)} ns`)
         .join('; ');
-      const vs = name !== 'pprof' && name !== 'none' && Number.isFinite(peer) && peer > 0 ? `${(r.loss / peer).toFixed(2)}x` : '';
-      console.log(`| ${name} | ${r.untraced.toFixed(0)} | ${r.traced.toFixed(0)} | ${pct(r.loss)} (${r.quartiles.map(pct).join(' .. ')}) | ${vs} | ${median(r.samples).toFixed(0)} | ${median(r.pullMs).toFixed(1)} ms; ${r.pullMs[0].toFixed(0)} ms |${stats !== null ? ` ${progs || '—'} |` : ''}`);
+      const { main, proc } = r.cpu;
+      console.log(
+        `| ${name} | ${r.untraced.toFixed(0)} | ${r.traced.toFixed(0)} | ${pct(r.loss)} (${r.quartiles.map(pct).join(' .. ')}) | ${(main.untraced / 1000).toFixed(1)}; ${pct(main.cost)} (${main.quartiles.map(pct).join(' .. ')}) | ${vsPeer(name, main.cost, peer?.cpu.main.cost)} | ${pct(proc.cost)} (${proc.quartiles.map(pct).join(' .. ')}) | ${vsPeer(name, proc.cost, peer?.cpu.proc.cost)} | ${median(r.samples).toFixed(0)} | ${median(r.pullMs).toFixed(1)} ms; ${r.pullMs[0].toFixed(0)} ms |${stats !== null ? ` ${progs || '—'} |` : ''}`,
+      );
     }
   }
   if (result.perSwitchNs) {
@@ -244,8 +252,18 @@ const pct = (x) => `${(x * 100).toFixed(1)}%`;
     const base = result.switches.nothing[1];
     for (const [k, [q1, m]] of Object.entries(result.switches)) console.log(`| ${k} | ${q1.toFixed(0)}; ${m.toFixed(0)} | ${k === 'nothing' ? '' : `${(m - base).toFixed(0)} ns`} |`);
   }
-  for (const [threads, ns] of Object.entries(result.perSampleNs ?? {})) {
-    console.log(`CPU samples (threads: '${threads}'): +${ns.toFixed(0)} ns of CPU per sample (median of ${ROUNDS} pairs at 997 Hz): at 99 Hz, ${((ns * 99) / 1e7).toFixed(3)}% of a busy CPU`);
+  if (result.perSample) {
+    console.log(`\n| a fixed loop under 24 JS frames (${ROUNDS} pairs of ~1 s) | samples a round | CPU added, median (quartiles): main thread | the process | CPU per sample: main thread | the process | so at ~100 Hz, of a busy main thread | pull, main thread (median; first) |${stats !== null ? ' BPF programs: ns/run |' : ''}`);
+    console.log(`|---|---:|---:|---:|---:|---:|---:|---:|${stats !== null ? '---|' : ''}`);
+    const us = (ns) => (Number.isFinite(ns) ? `${(ns / 1000).toFixed(1)} µs` : '');
+    for (const [name, r] of Object.entries(result.perSample)) {
+      const progs = Object.entries(r.programs ?? {})
+        .filter(([, c]) => c.runs > 0)
+        .map(([n, c]) => `${n} ${(c.ns / c.runs).toFixed(0)}`)
+        .join('; ');
+      const q = (x) => `${pct(x[1])} (${pct(x[0])} .. ${pct(x[2])})`;
+      console.log(`| ${name} | ${r.samples} | ${q(r.mainAdded)} | ${q(r.procAdded)} | ${us(r.main)} | ${us(r.proc)} | ${Number.isFinite(r.main) ? `${((r.main * 100) / 1e7).toFixed(2)}%` : ''} | ${median(r.pullMs).toFixed(1)} ms; ${r.pullMs[0].toFixed(0)} ms |${stats !== null ? ` ${progs || '—'} |` : ''}`);
+    }
   }
   console.log(result.loadavg);
 })();

@@ -16,77 +16,13 @@
 // kernel.bpf_stats_enabled is 1), read from /proc/self/fdinfo.
 const fs = require('node:fs');
 const readline = require('node:readline');
-const { execFileSync } = require('node:child_process');
-const bpf = require('..');
 const { helloServer } = require('./harness/hello_server');
+const { profilerOf, programCounters } = require('./harness/profilers');
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 // node never removes the perf map it writes (--perf-basic-prof); SIGTERM exits through process.exit (hello_server.js)
 process.on('exit', () => fs.rmSync(`/tmp/perf-${process.pid}.map`, { force: true }));
 const say = (o) => process.stdout.write(`${JSON.stringify(o)}\n`);
-
-const names = new Map(); // program id -> name
-/** { name: { runs, ns } } of this process's BPF programs now (/proc/self/fdinfo: run_cnt, run_time_ns). */
-function programCounters() {
-  const out = {};
-  for (const fd of fs.readdirSync('/proc/self/fd')) {
-    let link;
-    try {
-      link = fs.readlinkSync(`/proc/self/fd/${fd}`);
-    } catch {
-      continue;
-    }
-    if (link !== 'anon_inode:bpf-prog') continue;
-    const info = Object.fromEntries(fs.readFileSync(`/proc/self/fdinfo/${fd}`, 'utf8').split('\n').map((l) => l.split(/:\s+/)));
-    const id = info.prog_id;
-    if (!names.has(id)) {
-      try {
-        names.set(id, JSON.parse(execFileSync('bpftool', ['-j', 'prog', 'show', 'id', id], { encoding: 'utf8' })).name);
-      } catch {
-        names.set(id, `prog ${id}`);
-      }
-    }
-    const c = (out[names.get(id)] ??= { runs: 0, ns: 0 });
-    c.runs += Number(info.run_cnt ?? 0);
-    c.ns += Number(info.run_time_ns ?? 0);
-  }
-  return out;
-}
-
-/** The row's profiler as { start(), async stop() -> samples }. */
-function profilerOf(row) {
-  if (row === 'none') return { start() {}, async stop() { return 0; }, close() {} };
-  if (row === 'pprof') {
-    const { time, encode } = require('@datadog/pprof');
-    return {
-      start: () => time.start({ intervalMicros: 10_000 }),
-      async stop() {
-        const p = time.stop();
-        await encode(p);
-        return p.sample.reduce((n, s) => n + Number(s.value[0]), 0);
-      },
-      close() {},
-    };
-  }
-  if (!row.startsWith('bpf:')) throw new Error(`row ${row}: none, pprof or bpf:OPTIONS`);
-  const profiler = bpf.profile(JSON.parse(row.slice(4)));
-  let ended;
-  let window;
-  return {
-    start() {
-      ended = new AbortController();
-      window = profiler.collect({ seconds: 60, signal: ended.signal });
-    },
-    async stop() {
-      ended.abort();
-      const w = await window;
-      w.pprof('cpu');
-      w.pprof('offCpu');
-      return w.cpu.reduce((n, s) => n + s.count, 0);
-    },
-    close: () => profiler.close(),
-  };
-}
 
 async function run(rounds, row) {
   const p = profilerOf(row);

@@ -23,41 +23,53 @@ const EXAMPLE_OBJ = objectPath('node_syscalls');
 const TOGGLE_MS = 1000;
 const SETTLE_MS = 150;
 
-/** The server's samples ({t, n}: requests served by CLOCK_MONOTONIC ns t). */
+/** The server's samples ({t, n, c, p}: requests served by CLOCK_MONOTONIC ns t; the main thread's CPU ns and the process's CPU µs by then, hello_server.js). */
 function servedSamples(server) {
-  return server.lines.map((l) => /^\{"t":(\d+),"n":(\d+)\}$/.exec(l.line)).filter(Boolean).map((m) => ({ t: BigInt(m[1]), n: Number(m[2]) }));
+  return server.lines
+    .map((l) => /^\{"t":(\d+),"n":(\d+)(?:,"c":(-?\d+),"p":(\d+))?\}$/.exec(l.line))
+    .filter(Boolean)
+    .map((m) => ({ t: BigInt(m[1]), n: Number(m[2]), c: m[3] === undefined || m[3] === '-1' ? NaN : Number(m[3]), p: m[4] === undefined ? NaN : Number(m[4]) * 1000 }));
 }
 
-/** Requests/s over [from, to] (ns), from the server's samples; NaN with fewer than two. */
-function rateBetween(samples, from, to) {
+/** Over [from, to] (ns), from the server's samples: { rate: requests/s, mainNs, procNs: CPU ns per request }; NaN with fewer than two. */
+function windowBetween(samples, from, to) {
   const inside = samples.filter((x) => x.t >= from && x.t <= to);
-  if (inside.length < 2) return NaN;
+  if (inside.length < 2) return { rate: NaN, mainNs: NaN, procNs: NaN };
   const [a, b] = [inside[0], inside.at(-1)];
-  return (b.n - a.n) / (Number(b.t - a.t) / 1e9);
+  const n = b.n - a.n;
+  return { rate: n / (Number(b.t - a.t) / 1e9), mainNs: (b.c - a.c) / n, procNs: (b.p - a.p) / n };
 }
 
 /**
  * What the tracer cost, from the server's samples and the switches ({t,
  * on}): each traced window (less its first SETTLE_MS) against the mean of
- * the untraced ones around it. { loss (median), losses, traced, untraced
- * (mean req/s), seconds (traced, counted) }.
+ * the untraced ones around it. { loss (median: fewer requests/s), losses,
+ * traced, untraced (mean req/s), seconds (traced, counted), cpu: { main,
+ * proc: { cost (median: more CPU per request), costs, traced, untraced
+ * (mean ns per request) } } }.
  */
 function pairedLoss(samples, switches) {
   const windows = [];
   for (let i = 0; i + 1 < switches.length; i++) {
-    windows.push({ on: switches[i].on, rate: rateBetween(samples, switches[i].t + BigInt(SETTLE_MS * 1e6), switches[i + 1].t) });
+    windows.push({ on: switches[i].on, ...windowBetween(samples, switches[i].t + BigInt(SETTLE_MS * 1e6), switches[i + 1].t) });
   }
-  const losses = [];
-  const on = [];
-  const off = [];
-  windows.forEach((w, i) => {
-    (w.on ? on : off).push(w.rate);
-    if (!w.on || i === 0 || i + 1 >= windows.length) return;
-    const around = (windows[i - 1].rate + windows[i + 1].rate) / 2;
-    if (Number.isFinite(w.rate) && Number.isFinite(around)) losses.push(1 - w.rate / around);
-  });
   const mean = (xs) => xs.filter(Number.isFinite).reduce((a, b) => a + b, 0) / xs.filter(Number.isFinite).length;
-  return { loss: median(losses), losses, traced: mean(on), untraced: mean(off), seconds: (on.length * (TOGGLE_MS - SETTLE_MS)) / 1000 };
+  /** Each traced window's `change(traced, untraced around it)` of `key`, and the means. */
+  const paired = (key, change) => {
+    const out = [];
+    windows.forEach((w, i) => {
+      if (!w.on || i === 0 || i + 1 >= windows.length) return;
+      const around = (windows[i - 1][key] + windows[i + 1][key]) / 2;
+      if (Number.isFinite(w[key]) && Number.isFinite(around)) out.push(change(w[key], around));
+    });
+    return { changes: out, traced: mean(windows.filter((w) => w.on).map((w) => w[key])), untraced: mean(windows.filter((w) => !w.on).map((w) => w[key])) };
+  };
+  const rate = paired('rate', (on, off) => 1 - on / off);
+  const cpu = (key) => {
+    const r = paired(key, (on, off) => on / off - 1);
+    return { cost: median(r.changes), costs: r.changes, traced: r.traced, untraced: r.untraced };
+  };
+  return { loss: median(rate.changes), losses: rate.changes, traced: rate.traced, untraced: rate.untraced, seconds: (windows.filter((w) => w.on).length * (TOGGLE_MS - SETTLE_MS)) / 1000, cpu: { main: cpu('mainNs'), proc: cpu('procNs') } };
 }
 
 /** Runs syscall_toggle.js KIND on `pid` for `rounds` on/off pairs; the req/s of each window. */
