@@ -230,7 +230,11 @@ describe('hostile and churning memory', { skip }, () => {
       const v8 = new V8Frames();
       try {
         const stacks = await walk(pid, 1000, v8);
-        const real = stacks.flatMap((s) => s.frames).filter((f) => f.sfi !== 0n);
+        // (as BigInts, the frames' words up to 2^64: readStacks gives Numbers, the naming takes both)
+        const real = stacks
+          .flatMap((s) => s.frames)
+          .filter((f) => f.sfi)
+          .map((f) => ({ ...f, pc: BigInt(f.pc), sfi: BigInt(f.sfi), code: BigInt(f.code), slot: BigInt(f.slot) }));
         assert.ok(real.length >= 5, `${real.length} walked JS frames`);
         const names = new V8Names(pid, binaryOf(pid));
         const L = names.layout;

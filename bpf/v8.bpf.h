@@ -42,6 +42,10 @@
 #define V8_MARKER_MAX 0x100
 /* `x & mask`, the mask kept: clang drops a mask it can prove idle, and may keep a bounds check apart from the use the verifier checks */
 #define V8_MASKED(x, mask) ({ asm volatile("" : "+r"(x)); (x) & (mask); })
+/* a JSFunction's first words read at once (map, shared, code or dispatch handle: within 64 bytes in V8 11-14) */
+#define V8_HEAD_WORDS 8
+/* the JSFunction maps a walk remembers (no read of their instance type again) */
+#define V8_FN_MAPS 2
 /* a user-space address on x86_64 and arm64 (kernel addresses have the top bit set) */
 #define V8_USER_ADDR(a) ((a) > 0x1000 && (a) < (1ULL << 56))
 
@@ -85,6 +89,8 @@ struct v8_scratch {
 	__u32 pad;
 	struct v8_layout layout;	/* the process's, copied once per walk (a per-CPU array lookup per frame, not a hash one) */
 	__u64 window[V8_WINDOW_MASK + 1];
+	__u64 head[V8_HEAD_WORDS];	/* a JSFunction's first words: its map, shared and code (or dispatch handle) in one read */
+	__u64 fn_maps[V8_FN_MAPS];	/* maps this walk found to be JSFunction maps (a walk's functions share a few) */
 };
 
 struct {
@@ -120,25 +126,47 @@ static __always_inline __u32 v8_slot_index(__s32 off)
 	return (__u32)(off + V8_WINDOW_BELOW) / 8;
 }
 
+/* word `off` (bytes) of the JSFunction head read in `s`, or the word read alone at fn + off where the head does not hold it */
+static __always_inline __u64 v8_head_word(struct v8_scratch *s, bool head, __u64 fn, __u32 off)
+{
+	__u32 i = off / 8;
+
+	if (head && !(off & 7) && i < V8_HEAD_WORDS)
+		return s->head[V8_MASKED(i, V8_HEAD_WORDS - 1)];
+	return v8_read_u64(fn + off);
+}
+
 /*
  * A JS frame's function: if `slot` (the frame's function slot) is a
  * JSFunction (its map's instance type in js_function_first..last), fills
- * sfi and code and returns true.
+ * sfi and code and returns true. The function's first words come in one
+ * read (its map, shared and code), and a map this walk found to be a
+ * JSFunction's is not read again: three reads where there were six.
  */
-static __always_inline bool v8_function(const struct v8_layout *l, __u64 slot, struct v8_frame *f)
+static __always_inline bool v8_function(struct v8_scratch *s, __u64 slot, struct v8_frame *f)
 {
+	const struct v8_layout *l = &s->layout;
 	__u64 fn = v8_object(l, slot), map, code = 0, entry;
 	__u32 handle;
 	__u16 type;
+	bool head;
 
 	if (!fn)
 		return false;
-	map = v8_object(l, v8_read_u64(fn + l->object_map));
-	if (!map || bpf_probe_read_user(&type, sizeof(type), (void *)(map + l->map_instance_type)))
+	/* (64 bytes: the function's fields, perhaps the next object's first; where that reaches an unreadable page, each word is read alone) */
+	head = !bpf_probe_read_user(s->head, sizeof(s->head), (void *)fn);
+	map = v8_object(l, v8_head_word(s, head, fn, l->object_map));
+	if (!map)
 		return false;
-	if (type < l->js_function_first || type > l->js_function_last)
-		return false;
-	f->sfi = v8_read_u64(fn + l->function_shared);
+	if (map != s->fn_maps[0] && map != s->fn_maps[1]) {
+		if (bpf_probe_read_user(&type, sizeof(type), (void *)(map + l->map_instance_type)))
+			return false;
+		if (type < l->js_function_first || type > l->js_function_last)
+			return false;
+		s->fn_maps[1] = s->fn_maps[0];
+		s->fn_maps[0] = map;
+	}
+	f->sfi = v8_head_word(s, head, fn, l->function_shared);
 	/* a JSFunction's shared is a heap object: else this was not one (a C++ frame's word that looked like it) */
 	if (!v8_object(l, f->sfi)) {
 		f->sfi = 0;
@@ -147,14 +175,19 @@ static __always_inline bool v8_function(const struct v8_layout *l, __u64 slot, s
 	if (!l->function_code) {
 		/* 0 is the map's offset: the layout has no code offset */
 	} else if (l->dispatch_table) {
-		/* leaptiering: a dispatch handle, its table entry holds the code (shifted, with a marking bit) */
-		if (!bpf_probe_read_user(&handle, sizeof(handle), (void *)(fn + l->function_code))) {
+		/* leaptiering: a dispatch handle (the low half of its word), its table entry holds the code (shifted, with a marking bit) */
+		if (head && !(l->function_code & 3) && l->function_code / 8 < V8_HEAD_WORDS) {
+			handle = (__u32)(v8_head_word(s, head, fn, l->function_code & ~7U) >> ((l->function_code & 4) * 8));
+		} else if (bpf_probe_read_user(&handle, sizeof(handle), (void *)(fn + l->function_code))) {
+			handle = 0;
+		}
+		if (handle) {
 			entry = l->dispatch_table + ((__u64)(handle >> (l->dispatch_handle_shift & 31)) << (l->dispatch_entry_shift & 31));
 			code = v8_read_u64(entry + l->dispatch_entry_code);
 			code = code ? (code >> (l->dispatch_code_shift & 63)) | l->heap_object_tag : 0;
 		}
 	} else {
-		code = v8_read_u64(fn + l->function_code);
+		code = v8_head_word(s, head, fn, l->function_code);
 	}
 	f->code = v8_object(l, code) ? code : 0;
 	return true;
@@ -200,7 +233,7 @@ __attribute__((noinline)) int v8_walk_frame(__u32 i, __u32 slot)
 	} else if (marker && marker < V8_MARKER_MAX && !(marker & l->smi_tag_mask)) {
 		/* a typed frame (stub, builtin exit, entry...): its marker in the context slot */
 		f->slot = marker;
-	} else if (v8_function(l, s->window[V8_MASKED(ifn, V8_WINDOW_MASK)], f)) {
+	} else if (v8_function(s, s->window[V8_MASKED(ifn, V8_WINDOW_MASK)], f)) {
 		f->slot = s->window[V8_MASKED(ibc, V8_WINDOW_MASK)];
 		s->js++;
 	}
@@ -244,6 +277,8 @@ static __always_inline __u64 v8_walk(__u32 tgid, __u64 pc, __u64 fp, __u64 sp, _
 	s->fp = fp;
 	s->hash = 14695981039346656037ULL;
 	s->js = 0;
+	s->fn_maps[0] = 0;
+	s->fn_maps[1] = 0;
 	s->stack.flags = 0;
 	/*
 	 * a sample in a function's first instructions, after `push rbp` (x86_64) or `stp x29, x30,

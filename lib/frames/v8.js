@@ -267,30 +267,28 @@ function frameLabel(f) {
 }
 
 /**
- * The frames of walked stack `s` (a v8_stacks value), innermost first, the
- * first marked `innermost`: its pc is the sampled ip, looked up as is;
- * every other pc is a return address (looked up at pc - 1). Where the
- * sample was in a function's first instructions (bpf/v8.h's entered_ret),
- * the first also has `enteredRet`.
- */
-/**
  * Readers of a v8_stacks value's bytes (`layout`: the map's value layout),
- * its words as Numbers (addresses and SMIs are exact as Numbers): `depth(b)`,
- * `enteredRet(b)`, `word(b, i, k)` (frame i's pc, sfi, code or slot) and
- * `frame(b, i)` (framesOf's frame i, but with Numbers): a frame is read
- * only when it is needed, and no BigInt is made.
+ * its words as Numbers (addresses and SMIs are exact as Numbers), no
+ * BigInt made and a frame read only when it is needed: `depth(b)`,
+ * `flags(b)`, `enteredRet(b)`, `word(b, i, k)` (frame i's pc, sfi, code or
+ * slot) and `frame(b, i)`: frame i (innermost first) as `{ pc, sfi, code,
+ * slot }`. The first is marked `innermost`: its pc is the sampled ip,
+ * looked up as is; every other pc is a return address (looked up at pc -
+ * 1). Where the sample was in a function's first instructions (bpf/v8.h's
+ * entered_ret), the first also has `enteredRet`.
  */
 function stackBytesReader(layout) {
   const field = (l, name) => l.fields.find((f) => f.name === name);
   const frames = field(layout, 'frames');
   const elem = frames.type.elem;
-  const [depthAt, retAt, framesAt, size, max] = [field(layout, 'depth').offset, field(layout, 'entered_ret').offset, frames.offset, elem.size, frames.type.len];
+  const [depthAt, flagsAt, retAt, framesAt, size, max] = [field(layout, 'depth').offset, field(layout, 'flags').offset, field(layout, 'entered_ret').offset, frames.offset, elem.size, frames.type.len];
   const offsets = Object.fromEntries(['pc', 'sfi', 'code', 'slot'].map((k) => [k, field(elem, k).offset]));
   const u64 = (b, o) => b.readUInt32LE(o) + b.readUInt32LE(o + 4) * 4294967296;
   const word = (b, i, k) => u64(b, framesAt + i * size + offsets[k]);
   const enteredRet = (b) => u64(b, retAt);
   return {
     depth: (b) => Math.min(b.readUInt32LE(depthAt), max),
+    flags: (b) => b.readUInt32LE(flagsAt),
     enteredRet,
     word,
     frame(b, i) {
@@ -306,13 +304,6 @@ function stackBytesReader(layout) {
 
 /** The walk's ring of new stack keys (bpf/v8.bpf.h V8_FRESH). */
 const V8_FRESH = 256;
-
-function framesOf(s) {
-  const frames = s.frames.slice(0, Math.min(s.depth, s.frames.length));
-  if (frames.length) frames[0].innermost = true;
-  if (frames.length && s.entered_ret) frames[0].enteredRet = s.entered_ret;
-  return frames;
-}
 
 class V8Frames {
   /** @param {any} [bpf] what has V8Symbolizer: the addon (default) or the package entry */
@@ -368,11 +359,22 @@ class V8Frames {
     return null;
   }
 
-  /** The walked stacks of `obj` (its v8_stacks map): Map(key -> { depth, flags, frames: [{ pc, sfi, code, slot }] }). */
+  /**
+   * The walked stacks of `obj` (its v8_stacks map): Map(key (a BigInt) ->
+   * { depth, flags, frames: [{ pc, sfi, code, slot }] }), the frames'
+   * words as Numbers (stackBytesReader's frames, from the bytes: one batch read, only the
+   * frames used decoded).
+   */
   readStacks(obj) {
     const out = new Map();
-    for (const [key, s] of obj.getMap('v8_stacks').getBatch()) {
-      out.set(key, { depth: s.depth, flags: s.flags, frames: framesOf(s) });
+    const map = obj.getMap('v8_stacks');
+    const read = stackBytesReader(map.valueLayout);
+    const [keys, values] = map.getBatchBytes();
+    for (let i = 0; (i + 1) * map.keySize <= keys.length; i++) {
+      const bytes = values.subarray(i * map.valueSize, (i + 1) * map.valueSize);
+      const frames = [];
+      for (let j = 0, depth = read.depth(bytes); j < depth; j++) frames.push(read.frame(bytes, j));
+      out.set(keys.readBigUInt64LE(i * map.keySize), { depth: read.depth(bytes), flags: read.flags(bytes), frames });
     }
     return out;
   }
@@ -455,7 +457,7 @@ class V8Frames {
     if (!stack) return out;
     let j = 0;
     for (let i = 0; i < addresses.length; i++) {
-      const a = BigInt(addresses[i]);
+      const a = Number(addresses[i]);
       for (let k = j; k < stack.frames.length && k < j + 8; k++) {
         if (stack.frames[k].pc === a) {
           out[i] = stack.frames[k];
@@ -493,7 +495,7 @@ class V8Frames {
   /** frameNames of each of `frames`, in one call to the naming. */
   namesOf(pid, frames) {
     const out = frames.map(() => null);
-    const js = frames.map((f, i) => [f, i]).filter(([f]) => f && f.sfi !== 0n);
+    const js = frames.map((f, i) => [f, i]).filter(([f]) => f && f.sfi);
     if (!js.length) return out;
     const p = this.process(pid);
     if (p.symbolizer) {
