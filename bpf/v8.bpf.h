@@ -44,6 +44,8 @@
 #define V8_MASKED(x, mask) ({ asm volatile("" : "+r"(x)); (x) & (mask); })
 /* a JSFunction's first words read at once (map, shared, code or dispatch handle: within 64 bytes in V8 11-14) */
 #define V8_HEAD_WORDS 8
+/* the stack read at once from sp at the walk's start (a frame inside it is not read again): 4 KiB, a power of two */
+#define V8_BULK_WORDS 512
 /* the JSFunction maps a walk remembers (no read of their instance type again) */
 #define V8_FN_MAPS 2
 /* a user-space address on x86_64 and arm64 (kernel addresses have the top bit set) */
@@ -91,6 +93,8 @@ struct v8_scratch {
 	__u64 window[V8_WINDOW_MASK + 1];
 	__u64 head[V8_HEAD_WORDS];	/* a JSFunction's first words: its map, shared and code (or dispatch handle) in one read */
 	__u64 fn_maps[V8_FN_MAPS];	/* maps this walk found to be JSFunction maps (a walk's functions share a few) */
+	__u64 base;			/* the user address of bulk[0] (the sampled sp), or 0: not read */
+	__u64 bulk[V8_BULK_WORDS];	/* the stack from sp: the innermost frames' windows are copied from it */
 };
 
 struct {
@@ -207,7 +211,8 @@ static __always_inline bool v8_function(struct v8_scratch *s, __u64 slot, struct
  */
 __attribute__((noinline)) int v8_walk_frame(__u32 i, __u32 slot)
 {
-	__u32 ictx, ifn, ibc;
+	__u32 ictx, ifn, ibc, k;
+	__u64 off, w, j;
 	struct v8_scratch *s = bpf_map_lookup_elem(&v8_scratch, &slot);
 	__u64 marker, next, ret, fp, hash;
 	struct v8_layout *l;
@@ -220,8 +225,17 @@ __attribute__((noinline)) int v8_walk_frame(__u32 i, __u32 slot)
 	ifn = v8_slot_index(l->fp_function);
 	ibc = v8_slot_index(l->fp_bytecode_offset);
 	fp = s->fp;
-	if (bpf_probe_read_user(s->window, V8_WINDOW_WORDS * 8, (void *)(fp - V8_WINDOW_BELOW)))
+	off = fp - V8_WINDOW_BELOW - s->base;
+	if (s->base && fp >= s->base + V8_WINDOW_BELOW && !(off & 7) && off + V8_WINDOW_WORDS * 8 <= V8_BULK_WORDS * 8) {
+		/* inside the stack read at the walk's start: copied, not read again */
+		w = off / 8;
+		for (k = 0; k < V8_WINDOW_WORDS; k++) {
+			j = w + k;
+			s->window[V8_MASKED(k, V8_WINDOW_MASK)] = s->bulk[V8_MASKED(j, V8_BULK_WORDS - 1)];
+		}
+	} else if (bpf_probe_read_user(s->window, V8_WINDOW_WORDS * 8, (void *)(fp - V8_WINDOW_BELOW))) {
 		return V8_FRAME_NONE;
+	}
 	f = &s->stack.frames[V8_MASKED(i, V8_MAX_FRAMES - 1)];
 	f->pc = s->pc;
 	f->sfi = 0;
@@ -287,8 +301,10 @@ static __always_inline __u64 v8_walk(__u32 tgid, __u64 pc, __u64 fp, __u64 sp, _
 	 * called from JIT code; user space names the caller's line from it)
 	 */
 	s->stack.entered_ret = 0;
-	if (!bpf_probe_read_user(s->window, 16, (void *)sp) && s->window[0] == fp && V8_USER_ADDR(s->window[1]))
-		s->stack.entered_ret = s->window[1];
+	/* the stack from sp, at once (where its 4 KiB reach past the stack's end: each frame read alone) */
+	s->base = bpf_probe_read_user(s->bulk, sizeof(s->bulk), (void *)sp) ? 0 : sp;
+	if (s->base ? s->bulk[0] == fp && V8_USER_ADDR(s->bulk[1]) : !bpf_probe_read_user(s->window, 16, (void *)sp) && s->window[0] == fp && V8_USER_ADDR(s->window[1]))
+		s->stack.entered_ret = s->base ? s->bulk[1] : s->window[1];
 	s->hash ^= s->stack.entered_ret;
 	for (i = 0; i < V8_MAX_FRAMES; i++) {
 		r = v8_walk_frame(i, slot);
