@@ -16,8 +16,12 @@
  * keyed by a hash of its frames (the same stack twice is kept once); the
  * key goes into the caller's counting key (0: not walked).
  *
- * Bounds: V8_MAX_FRAMES frames, one read of a frame's slots (fp - 64 ..
- * fp + 16) and at most six more for a JS frame; a frame pointer must grow
+ * Reads: 4 KiB of the stack from sp at the walk's start (the innermost
+ * frames' slots are copied from there), else one read of a frame's slots
+ * (fp - 64 .. fp + 16); for a JS frame, the JSFunction's first 64 bytes
+ * (its map, shared and code), its map's instance type once a walk per
+ * map, and on a leaptiering V8 with the dispatch table's address its
+ * entry's code. Bounds: V8_MAX_FRAMES frames; a frame pointer must grow
  * by less than V8_FRAME_SPAN per frame. Bounded for-loops with constant
  * bounds, no bpf_loop: 5.10's verifier takes it.
  *
