@@ -6,11 +6,8 @@
 // each window (after its {"on": false}) it makes that window's profile on
 // the main thread, timing that (a pull's main-thread time; the first pull
 // also reads node's symbols). Then prints {"done", "row", "pullMs",
-// "samples", "programs"} and waits for the next line. ROW is one of
-//   none          no profiler: windows that do nothing (the noise)
-//   pprof         @datadog/pprof's time profiler at 100 Hz (V8's
-//                 CpuProfiler), its profile encoded as the pull
-//   bpf:OPTIONS   bpf.profile(OPTIONS as JSON), both pprofs encoded
+// "samples", "programs"} and waits for the next line. ROW as
+// bench/harness/profilers.js takes it (none, pprof, bpf:OPTIONS).
 // "programs": per BPF program of this process (by name), its runs and
 // run time over the windows (the kernel counts them only while the sysctl
 // kernel.bpf_stats_enabled is 1), read from /proc/self/fdinfo.

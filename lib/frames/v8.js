@@ -362,8 +362,8 @@ class V8Frames {
   /**
    * The walked stacks of `obj` (its v8_stacks map): Map(key (a BigInt) ->
    * { depth, flags, frames: [{ pc, sfi, code, slot }] }), the frames'
-   * words as Numbers (stackBytesReader's frames, from the bytes: one batch read, only the
-   * frames used decoded).
+   * words as Numbers (stackBytesReader's frames: one batch read of the
+   * bytes, only the frames used decoded).
    */
   readStacks(obj) {
     const out = new Map();
@@ -388,9 +388,8 @@ class V8Frames {
   /**
    * Names the JS frames of the stacks `obj`'s walk kept since the last
    * call (`state`: primeState's, once a window: the keys and pcs named)
-   * for process `pid`, so
-   * that a frame whose code V8 drops before the window ends (on-stack-
-   * replacement code a GC collects) keeps the line it had
+   * for process `pid`, so that a frame whose code V8 drops before the
+   * window ends (on-stack-replacement code a GC collects) keeps the line it had
    * (lib/frames/v8_names.js's seen). The new stacks' keys come from the
    * walk's ring of them (v8_fresh), each looked up; when more came than the
    * ring holds, or so many that one batch read of the map costs less than
@@ -412,8 +411,9 @@ class V8Frames {
     if (ring) {
       for (let n = state.fresh; n < count; n++) {
         const k = ring[n % ring.length];
-        const bytes = state.seen.has(String(k)) ? undefined : map.getBytes(k);
-        if (bytes) stacks.push([String(k), bytes]);
+        const key = String(k);
+        const bytes = state.seen.has(key) ? undefined : map.getBytes(k);
+        if (bytes) stacks.push([key, bytes]);
       }
     } else {
       const [keys, values] = map.getBatchBytes();
