@@ -350,6 +350,34 @@ describe('push', { skip }, () => {
   });
 });
 
+describe('window after window', { skip }, () => {
+  test('the walked stacks are kept from one window to the next: the same work in three windows is named at its line in each (flagless: no perf map)', async () => {
+    const file = path.join(tmp, 'windows.js');
+    // a leaf loop under a few frames, a chunk a turn of the loop; this test's node has no perf map flag
+    fs.writeFileSync(file, `
+function leafSpin(n) { let x = 0; for (let i = 0; i < n; i++) x = (x + Math.sqrt(i)) % 1e9; return x; }
+function outerSpin(depth, n) { return depth === 0 ? leafSpin(n) : outerSpin(depth - 1, n) + 1; }
+module.exports = async (ms) => { const end = Date.now() + ms; let s = 0; while (Date.now() < end) { s += outerSpin(6, 200000); await new Promise((r) => setImmediate(r)); } return s; };
+`);
+    const spin = require(file);
+    const p = bpf.profile({ frequency: 997, offCpu: false });
+    try {
+      for (let n = 0; n < 3; n++) {
+        const w = p.collect({ seconds: 0.6 });
+        await spin(500);
+        const { cpu } = await w;
+        const mine = cpu.filter((s) => s.threadKind === 'main' && s.frames.some((f) => f.name === 'leafSpin'));
+        const samples = mine.reduce((k, s) => k + s.count, 0);
+        const named = mine.filter((s) => s.frames.some((f) => f.name === 'leafSpin' && f.file === file && f.line === 2)).reduce((k, s) => k + s.count, 0);
+        assert.ok(samples >= 100, `window ${n}: ${samples} samples in leafSpin`);
+        assert.ok(named >= 0.9 * samples, `window ${n}: ${named} of ${samples} samples name leafSpin at ${file}:2`);
+      }
+    } finally {
+      p.close();
+    }
+  });
+});
+
 describe("beside V8's own sampler", { skip }, () => {
   // a pending signal makes the kernel's verifier give up with EAGAIN, and libbpf tries five times: V8's
   // CpuProfiler (@datadog/pprof, --cpu-prof) sends SIGPROF every interval, and profile.bpf.o takes longer

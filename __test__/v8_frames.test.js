@@ -115,6 +115,20 @@ describe('the walk, on flagless nodes', { skip }, () => {
               }
             });
           }
+          // a JS frame's bytecode-offset slot is kept where it is interpreted (the naming reads it), else it is
+          // 0: a compiled frame's slot holds what its code keeps there, which made each sample a new stack
+          const layout = obj.getMap('v8_layouts').get(hot.child.pid);
+          const inLayout = (pc) => layout.interp_start.some((s, k) => BigInt(pc) >= s && BigInt(pc) < layout.interp_end[k]);
+          const p = symbolizer.v8.process(hot.child.pid);
+          assert.ok(symbolizer.v8.opened(p, hot.child.pid), 'the naming reads the fixture');
+          for (const e of main.filter((x) => x.v8)) {
+            e.v8.frames.forEach((f, i) => {
+              const at = i === 0 && f.enteredRet ? f.enteredRet : f.pc;
+              if (!f.sfi) return;
+              if (p.names.interpreted(at)) assert.ok(inLayout(at) && f.slot !== 0, `interpreted frame ${i} at 0x${at.toString(16)}: its slot`);
+              else if (!inLayout(at)) assert.equal(f.slot, 0, `compiled frame ${i} at 0x${at.toString(16)}: no slot`);
+            });
+          }
           // (a C++ frame that holds a JSFunction where a JS frame keeps its own is rare: the naming classifies by pc)
           assert.ok(jsWalked > 0 && jsAgreed >= 0.99 * jsWalked, `${jsAgreed} of ${jsWalked} frames the walk calls JS are JS code or V8's builtins`);
           assert.ok(mapJs > 0 && mapJsWalked >= 0.95 * mapJs, `${mapJsWalked} of ${mapJs} frames the perf map names JS have the walk's SFI`);

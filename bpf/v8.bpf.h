@@ -5,9 +5,10 @@
  * pointers in all its code) that records, per frame, what identifies a JS
  * function in the process's memory (bpf/v8.h struct v8_frame): the
  * JSFunction's SharedFunctionInfo, its code at the sample (JSFunction::code,
- * or on leaptiering V8s the code of its dispatch-table entry) and the raw
- * bytecode-offset slot; a typed frame (stub, builtin exit, entry) records
- * its marker. User space (src/v8/) names them from the process's memory;
+ * or on leaptiering V8s the code of its dispatch-table entry) and, where
+ * it is interpreted, the raw bytecode-offset slot; a typed frame (stub,
+ * builtin exit, entry) records its marker. User space
+ * (lib/frames/v8_names.js) names them from the process's memory;
  * the walk records raw facts only.
  *
  * The process's V8 layout (struct v8_layout) comes from v8_layouts, keyed
@@ -201,6 +202,18 @@ static __always_inline bool v8_function(struct v8_scratch *s, __u64 slot, struct
 	return true;
 }
 
+/* whether pc is in the interpreter's code (the layout's ranges): its frame's bytecode-offset slot means something */
+static __always_inline bool v8_interpreted(const struct v8_layout *l, __u64 pc)
+{
+	__u32 k;
+
+	for (k = 0; k < V8_INTERP_RANGES; k++) {
+		if (pc >= l->interp_start[k] && pc < l->interp_end[k])
+			return true;
+	}
+	return false;
+}
+
 /* what v8_walk_frame says */
 #define V8_FRAME_NEXT 0		/* recorded; the chain goes on */
 #define V8_FRAME_LAST 1		/* recorded; the chain ends here */
@@ -252,7 +265,9 @@ __attribute__((noinline)) int v8_walk_frame(__u32 i, __u32 slot)
 		/* a typed frame (stub, builtin exit, entry...): its marker in the context slot */
 		f->slot = marker;
 	} else if (v8_function(s, s->window[V8_MASKED(ifn, V8_WINDOW_MASK)], f)) {
-		f->slot = s->window[V8_MASKED(ibc, V8_WINDOW_MASK)];
+		/* (a pc in a function's first instructions: the frame is its caller's, named at entered_ret) */
+		if (v8_interpreted(l, f->pc) || (!i && v8_interpreted(l, s->stack.entered_ret)))
+			f->slot = s->window[V8_MASKED(ibc, V8_WINDOW_MASK)];
 		s->js++;
 	}
 	hash = s->hash;

@@ -10,6 +10,7 @@
  */
 
 #define V8_MAX_FRAMES 64
+#define V8_INTERP_RANGES 4
 
 /* what the BPF walk needs of one process's V8 (a map keyed by the kernel's tgid); the object
  * fields' offsets (object_map .. function_code) are from the object's start, as v8dbg_class_*
@@ -36,6 +37,14 @@ struct v8_layout {
 	__u32 dispatch_code_shift;	/* code = word >> dispatch_code_shift | heap_object_tag (JSDispatchEntry's
 					 * kObjectPointerShift, 16 on 64-bit: the low bits hold the parameter
 					 * count and the marking bit) */
+	/*
+	 * the interpreter's code in this process (its trampolines and bytecode handlers): [start,
+	 * end) ranges that hold it all; unused ones 0. A JS frame whose pc is in one records its
+	 * bytecode-offset slot, any other 0: a compiled frame's slot holds whatever its code keeps
+	 * there (a loop counter), and recorded it made nearly every sample a new stack
+	 */
+	__u64 interp_start[V8_INTERP_RANGES];
+	__u64 interp_end[V8_INTERP_RANGES];
 };
 
 /* one frame of a user stack, innermost first */
@@ -43,7 +52,7 @@ struct v8_frame {
 	__u64 pc;		/* the sampled ip (innermost), else the return address into this frame */
 	__u64 sfi;		/* JS frame: its JSFunction's SharedFunctionInfo (tagged), read at the sample; 0: a native frame */
 	__u64 code;		/* JS frame: the function's code at the sample (a tagged Code object), or 0 */
-	__u64 slot;		/* JS frame: the raw bytecode-offset slot (a SMI; meaningful if interpreted);
+	__u64 slot;		/* JS frame: the raw bytecode-offset slot (a SMI) if interpreted, else 0;
 				 * a typed V8 frame (sfi 0): its raw marker (a SMI) */
 };
 

@@ -20,7 +20,7 @@
  */
 const fs = require('node:fs');
 const native = require('../core/native');
-const { V8Names } = require('./v8_names');
+const { V8Names, interpreterAddresses } = require('./v8_names');
 const { heapLayout } = require('./v8_heap');
 
 const FRAME_WORDS = 4; // struct v8_frame: pc, sfi, code, slot
@@ -302,8 +302,41 @@ function stackBytesReader(layout) {
   };
 }
 
+/** struct v8_layout's interpreter ranges (bpf/v8.h V8_INTERP_RANGES). */
+const V8_INTERP_RANGES = 4;
+
+/**
+ * The interpreter's code in process `pid` (its node: `binary`) as struct
+ * v8_layout's `interp_start` and `interp_end`: at most V8_INTERP_RANGES
+ * ranges that hold all of it (the nearest ones merged, with the little
+ * code between them: a frame there keeps a slot the naming does not use).
+ */
+function interpreterLayout(pid, binary) {
+  const ranges = interpreterAddresses(pid, binary).interpreter.map((r) => [...r]);
+  while (ranges.length > V8_INTERP_RANGES) {
+    let k = 0;
+    for (let i = 1; i < ranges.length - 1; i++) if (ranges[i + 1][0] - ranges[i][1] < ranges[k + 1][0] - ranges[k][1]) k = i;
+    ranges.splice(k, 2, [ranges[k][0], Math.max(ranges[k][1], ranges[k + 1][1])]);
+  }
+  return { interp_start: ranges.map((r) => r[0]), interp_end: ranges.map((r) => r[1]) };
+}
+
+/** A v8_stacks value's bytes `b` as `{ depth, flags, frames }` (`read`: stackBytesReader's). */
+function decodeStack(read, b) {
+  const depth = read.depth(b);
+  const frames = new Array(depth);
+  for (let i = 0; i < depth; i++) frames[i] = read.frame(b, i);
+  return { depth, flags: read.flags(b), frames };
+}
+
 /** The walk's ring of new stack keys (bpf/v8.bpf.h V8_FRESH). */
 const V8_FRESH = 256;
+
+/**
+ * A profiler empties v8_stacks (bpf/v8.bpf.h V8_STACKS_MAX: 4096) at a
+ * window's start once it holds this many stacks.
+ */
+const V8_STACKS_KEPT = 2048;
 
 class V8Frames {
   /** @param {any} [bpf] what has V8Symbolizer: the addon (default) or the package entry */
@@ -355,15 +388,15 @@ class V8Frames {
     if (p.error) return p.error;
     const map = obj.getMap('v8_layouts');
     const value = Buffer.isBuffer(p.layout) ? require('../core/codec').decode(map.valueLayout, p.layout) : p.layout;
-    map.set(kernelPid, value);
+    map.set(kernelPid, { ...value, ...interpreterLayout(pid, binaryOf(pid)) });
     return null;
   }
 
   /**
    * The walked stacks of `obj` (its v8_stacks map): Map(key (a BigInt) ->
    * { depth, flags, frames: [{ pc, sfi, code, slot }] }), the frames'
-   * words as Numbers (stackBytesReader's frames: one batch read of the
-   * bytes, only the frames used decoded).
+   * words as Numbers (stackBytesReader's frames; one batch read of the
+   * bytes).
    */
   readStacks(obj) {
     const out = new Map();
@@ -371,79 +404,120 @@ class V8Frames {
     const read = stackBytesReader(map.valueLayout);
     const [keys, values] = map.getBatchBytes();
     for (let i = 0; (i + 1) * map.keySize <= keys.length; i++) {
-      const bytes = values.subarray(i * map.valueSize, (i + 1) * map.valueSize);
-      const frames = [];
-      for (let j = 0, depth = read.depth(bytes); j < depth; j++) frames.push(read.frame(bytes, j));
-      out.set(keys.readBigUInt64LE(i * map.keySize), { depth: read.depth(bytes), flags: read.flags(bytes), frames });
+      out.set(keys.readBigUInt64LE(i * map.keySize), decodeStack(read, values.subarray(i * map.valueSize, (i + 1) * map.valueSize)));
     }
     return out;
   }
 
-  /** The state of `prime` for `obj` from now on: the keys (seen) and pcs (pcs) named, and the walk's count of stacks kept (bpf/v8.bpf.h's v8_fresh_count) now and at the window's start. */
-  primeState(obj) {
+  /**
+   * The walked stacks of a profiler's windows (`obj`'s walk), kept from
+   * one window to the next: the walk keeps a stack once in v8_stacks,
+   * whichever window sampled it, so a service's stacks are read and named
+   * once, not once a window. `{ stacks: Map(key (a BigInt) -> readStacks'
+   * stack), pcs (the pcs named this window), fresh (the walk's count of
+   * stacks kept, bpf/v8.bpf.h's v8_fresh_count, as last taken), base (that
+   * count when v8_stacks was last emptied) }`.
+   */
+  walkState(obj) {
     const fresh = Number(obj.getGlobalVariable('v8_fresh_count'));
-    return { seen: new Set(), pcs: new Set(), fresh, start: fresh, read: undefined };
+    return { stacks: new Map(), pcs: new Set(), fresh, base: fresh, read: undefined };
   }
 
   /**
-   * Names the JS frames of the stacks `obj`'s walk kept since the last
-   * call (`state`: primeState's, once a window: the keys and pcs named)
-   * for process `pid`, so that a frame whose code V8 drops before the
-   * window ends (on-stack-replacement code a GC collects) keeps the line it had
-   * (lib/frames/v8_names.js's seen). The new stacks' keys come from the
-   * walk's ring of them (v8_fresh), each looked up; when more came than the
-   * ring holds, or so many that one batch read of the map costs less than
-   * their lookups (~11 µs each, against ~1 µs a stack in the map), the
-   * whole map is read at once. Stacks are read as bytes: only their frames
-   * used, as Numbers. Returns the frames named; 0 where the naming is not
-   * from memory.
+   * Starts a window of `state` (walkState's; no program attached): once
+   * v8_stacks holds V8_STACKS_KEPT stacks, it and `state` are emptied, so a
+   * window has room for at least that many new ones.
    */
-  prime(obj, pid, state) {
-    const p = this.process(pid);
-    if (p.error || p.symbolizer) return 0;
+  startWindow(obj, state) {
+    state.pcs.clear();
+    const count = Number(obj.getGlobalVariable('v8_fresh_count'));
+    if (count - state.base < V8_STACKS_KEPT) return;
+    obj.getMap('v8_stacks').clear();
+    state.stacks.clear();
+    state.fresh = count;
+    state.base = count;
+  }
+
+  /**
+   * The stacks the walk kept since the last call, read into `state.stacks`
+   * and returned. Their keys come from the walk's ring of them (v8_fresh),
+   * each looked up; when more came than the ring holds, or so many that
+   * one batch read of the map costs less than their lookups (~11 µs each,
+   * against ~1 µs a stack in the map), the whole map is read at once.
+   */
+  #take(obj, state) {
     const count = Number(obj.getGlobalVariable('v8_fresh_count'));
     const added = count - state.fresh;
-    if (added <= 0) return 0;
+    if (added <= 0) return [];
     const map = obj.getMap('v8_stacks');
-    state.read ??= stackBytesReader(map.valueLayout);
-    const stacks = []; // [key, the value's bytes] not named yet
-    const ring = added <= V8_FRESH && added * 10 < count - state.start ? obj.getGlobalVariable('v8_fresh') : null;
-    if (ring) {
+    const read = (state.read ??= stackBytesReader(map.valueLayout));
+    const out = [];
+    const keep = (key, bytes) => {
+      const stack = decodeStack(read, bytes);
+      state.stacks.set(key, stack);
+      out.push(stack);
+    };
+    if (added <= V8_FRESH && added * 10 < count - state.base) {
+      const ring = obj.getGlobalVariable('v8_fresh');
       for (let n = state.fresh; n < count; n++) {
-        const k = ring[n % ring.length];
-        const key = String(k);
-        const bytes = state.seen.has(key) ? undefined : map.getBytes(k);
-        if (bytes) stacks.push([key, bytes]);
+        const key = ring[n % ring.length];
+        const bytes = state.stacks.has(key) ? undefined : map.getBytes(key);
+        if (bytes) keep(key, bytes);
       }
     } else {
       const [keys, values] = map.getBatchBytes();
       for (let i = 0; (i + 1) * map.keySize <= keys.length; i++) {
-        const k = String(keys.readBigUInt64LE(i * map.keySize));
-        if (!state.seen.has(k)) stacks.push([k, values.subarray(i * map.valueSize, (i + 1) * map.valueSize)]);
+        const key = keys.readBigUInt64LE(i * map.keySize);
+        if (!state.stacks.has(key)) keep(key, values.subarray(i * map.valueSize, (i + 1) * map.valueSize));
       }
     }
     state.fresh = count;
-    if (!stacks.length || !this.opened(p, pid)) return 0;
+    return out;
+  }
+
+  /**
+   * Names the JS frames of the stacks `obj`'s walk kept since the last call
+   * (`state`: walkState's) for process `pid`, as they come, so that a
+   * frame whose code V8 drops before the window ends (on-stack-replacement
+   * code a GC collects) keeps the line it had (lib/frames/v8_names.js's
+   * seen). Returns the frames named; 0 where the naming is not from memory.
+   */
+  prime(obj, pid, state) {
+    const added = this.#take(obj, state);
+    if (!added.length) return 0;
+    const p = this.process(pid);
+    if (p.error || p.symbolizer || !this.opened(p, pid)) return 0;
     const frames = [];
-    const read = state.read;
-    for (const [k, bytes] of stacks) {
-      state.seen.add(k);
+    for (const stack of added) {
       // each pc once a window (stacks differ by one frame; most of their pcs are named already): by
       // number, a return address as itself, the innermost pc negated (one in a function's first
       // instructions is named with its return address: by both)
-      for (let i = 0, depth = read.depth(bytes); i < depth; i++) {
-        const pc = read.word(bytes, i, 'pc');
-        const ret = i === 0 ? read.enteredRet(bytes) : 0;
-        const at = i > 0 ? pc : ret ? `${pc}:${ret}` : -pc;
-        if (state.pcs.has(at) || !read.word(bytes, i, 'sfi')) continue;
+      for (const f of stack.frames) {
+        const at = f.innermost !== true ? f.pc : f.enteredRet ? `${f.pc}:${f.enteredRet}` : -f.pc;
+        if (!f.sfi || state.pcs.has(at)) continue;
         state.pcs.add(at);
         // (an interpreted frame is named from its SFI and bytecode offset: no code to lose)
-        if (p.names.interpreted(pc)) continue;
-        frames.push(read.frame(bytes, i));
+        if (!p.names.interpreted(f.pc)) frames.push(f);
       }
     }
     this.namesOf(pid, frames);
     return frames.length;
+  }
+
+  /**
+   * The walked stacks of a window that counted stacks `keys` (BigInts; 0:
+   * none walked): `state.stacks` (walkState's) with the last ones taken,
+   * and any key the ring lost (two CPUs keeping a stack at once) looked up.
+   */
+  windowStacks(obj, state, keys) {
+    this.#take(obj, state);
+    const map = obj.getMap('v8_stacks');
+    for (const key of keys) {
+      if (!key || state.stacks.has(key)) continue;
+      const bytes = map.getBytes(key);
+      if (bytes) state.stacks.set(key, decodeStack((state.read ??= stackBytesReader(map.valueLayout)), bytes));
+    }
+    return state.stacks;
   }
 
   /**

@@ -82,6 +82,25 @@ function exeMappings(pid, exe) {
   return out;
 }
 
+/**
+ * Where process `pid`'s node (`binary`: V8Names's) has its code: `{ exe:
+ * its executable mappings, interpreter: the interpreter's code in them }`,
+ * each a sorted list of [start, end) addresses.
+ */
+function interpreterAddresses(pid, binary) {
+  const fileRanges = interpreterRanges(binary.file, binary.id, binary.interpreter?.length ? binary.interpreter : undefined);
+  const interpreter = [];
+  const exe = [];
+  for (const m of exeMappings(pid, binary.exe)) {
+    exe.push([m.start, m.end]);
+    for (const [s, e] of fileRanges) {
+      if (s >= m.offset && e <= m.offset + (m.end - m.start)) interpreter.push([m.start + s - m.offset, m.start + e - m.offset]);
+    }
+  }
+  interpreter.sort((a, b) => a[0] - b[0]);
+  return { exe, interpreter };
+}
+
 class V8Names {
   /**
    * @param {number} pid the process (as this process sees it)
@@ -110,18 +129,7 @@ class V8Names {
 
   /** Whether `pc` is in the interpreter's code. */
   interpreted(pc) {
-    if (!this.ranges) {
-      const fileRanges = interpreterRanges(this.binary.file, this.binary.id, this.binary.interpreter?.length ? this.binary.interpreter : undefined);
-      this.ranges = [];
-      this.exeRanges = [];
-      for (const m of exeMappings(this.pid, this.binary.exe)) {
-        this.exeRanges.push([m.start, m.end]);
-        for (const [s, e] of fileRanges) {
-          if (s >= m.offset && e <= m.offset + (m.end - m.start)) this.ranges.push([m.start + s - m.offset, m.start + e - m.offset]);
-        }
-      }
-      this.ranges.sort((a, b) => a[0] - b[0]);
-    }
+    if (!this.ranges) ({ interpreter: this.ranges, exe: this.exeRanges } = interpreterAddresses(this.pid, this.binary));
     let lo = 0;
     let hi = this.ranges.length - 1;
     while (lo <= hi) {
@@ -363,4 +371,4 @@ class V8Names {
   }
 }
 
-module.exports = { V8Names, interpreterRanges };
+module.exports = { V8Names, interpreterRanges, interpreterAddresses };

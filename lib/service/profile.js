@@ -226,6 +226,7 @@ class Profiler {
   #abort = null; // ends the running window early
   #pushes = new Set();
   #v8Error = null; // why JS frames are not walked (lib/frames/v8.js), or null
+  #walk = null; // the walked stacks, kept from window to window (V8Frames.walkState), or null
 
   /** Not for users: `bpf.profile(options)` makes one. */
   constructor(options) {
@@ -253,6 +254,7 @@ class Profiler {
     try {
       if (this.#options.v8) this.#v8Error = this.#symbolizer.v8.watch(obj, process.pid, this.#ids.tgid);
       else this.#v8Error = codedError('ERR_V8_OFF', 'profile({ v8: false })');
+      if (!this.#v8Error) this.#walk = this.#symbolizer.v8.walkState(obj);
     } catch (err) {
       obj.close();
       throw err;
@@ -301,8 +303,9 @@ class Profiler {
     let startNs;
     let startHr;
     try {
-      for (const map of ['counts', 'offcpu', 'stacks', 'chains', 'v8_stacks']) obj.getMap(map).clear();
-      const primed = this.#options.v8 && !this.#v8Error ? this.#symbolizer.v8.primeState(obj) : undefined;
+      for (const map of this.#windowMaps()) obj.getMap(map).clear();
+      const walk = this.#walk;
+      if (walk) this.#symbolizer.v8.startWindow(obj, walk);
       const periodNs = Math.round(1e9 / this.#options.frequency);
       startNs = BigInt(Date.now()) * 1000000n;
       startHr = process.hrtime.bigint();
@@ -318,9 +321,9 @@ class Profiler {
         links.push(obj.attachPerfEvent('handle_switch', { event: 'context-switches', period: 1, pid: process.pid }));
       } else if (this.#options.offCpu) links.push(obj.attach('handle_sched_switch'));
       // JS frames named as they come (new stacks only): code V8 drops before the window ends keeps its lines
-      const prime = primed ? setInterval(() => {
+      const prime = walk ? setInterval(() => {
         try {
-          this.#symbolizer.v8.prime(obj, process.pid, primed);
+          this.#symbolizer.v8.prime(obj, process.pid, walk);
         } catch {
           // (closed meanwhile: the window's end names what is left, or says why)
         }
@@ -354,6 +357,11 @@ class Profiler {
     }
   }
 
+  /** The maps a window empties: the counts and the stacks they name (v8_stacks only where nothing keeps the walked stacks from window to window: this.#walk). */
+  #windowMaps() {
+    return ['counts', 'offcpu', 'stacks', 'chains', ...(this.#walk ? [] : ['v8_stacks'])];
+  }
+
   /**
    * Ends the off-CPU intervals of a window of handle_switch: the main thread
    * (this one) sleeps for 20 µs, a switch off the CPU, at which the program
@@ -371,8 +379,8 @@ class Profiler {
   #read({ startNs, durationNs, periodNs }) {
     const obj = this.#obj;
     const cpuRows = obj.getMap('counts').getBatch();
-    const walked = this.#symbolizer.v8.readStacks(obj);
     const offRows = obj.getMap('offcpu').getBatch();
+    const walked = this.#walk ? this.#symbolizer.v8.windowStacks(obj, this.#walk, [...cpuRows, ...offRows].map(([k]) => k.v8_stack)) : this.#symbolizer.v8.readStacks(obj);
     const chainMap = obj.getMap('chains');
     const dropped = { samples: Number(obj.getGlobalVariable('dropped_samples')), offCpu: Number(obj.getGlobalVariable('dropped_offcpu')) };
     // (preempted: false) the main thread's preempted intervals, counted without their stacks
@@ -483,7 +491,7 @@ class Profiler {
         frames: [...kernelFrames, ...userFrames],
       });
     }
-    for (const map of ['counts', 'offcpu', 'stacks', 'chains', 'v8_stacks']) obj.getMap(map).clear();
+    for (const map of this.#windowMaps()) obj.getMap(map).clear();
     obj.setGlobalVariable('dropped_samples', 0n);
     const v8Dropped = Number(obj.getGlobalVariable('v8_dropped'));
     obj.setGlobalVariable('v8_dropped', 0n);
