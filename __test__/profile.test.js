@@ -350,6 +350,60 @@ describe('push', { skip }, () => {
   });
 });
 
+describe("clock: 'tick'", { skip }, () => {
+  const cpuNs = (tid) => Number(fs.readFileSync(`/proc/self/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
+
+  test("CPU samples at the kernel's tick: frequency CONFIG_HZ / every, samples x period = the main thread's CPU time +- 15%, JS frames named, no frame of the tick's interrupt", async () => {
+    const file = path.join(tmp, 'tick.js');
+    fs.writeFileSync(file, `
+function tickLeaf(n) { let x = 0; for (let i = 0; i < n; i++) x = (x + Math.sqrt(i)) % 1e9; return x; }
+module.exports = async (ms, sys) => { const end = Date.now() + ms; let s = 0; while (Date.now() < end) { s += tickLeaf(100000); for (let k = 0; k < sys; k++) s += require('node:fs').readFileSync('/proc/self/stat').length; await new Promise((r) => setImmediate(r)); } return s; };
+`);
+    const spin = require(file);
+    const p = bpf.profile({ clock: 'tick', threads: 'main', offCpu: false });
+    try {
+      for (const sys of [0, 20]) {
+        const w = p.collect({ seconds: 2 });
+        const before = cpuNs(process.pid);
+        await spin(1900, sys);
+        const used = cpuNs(process.pid) - before;
+        const win = await w;
+        const hz = [100, 250, 300, 1000].find((h) => Number.isInteger(Math.round((h / win.frequency) * 1e6) / 1e6));
+        assert.ok(hz && win.frequency <= 99 * 1.5 && win.frequency >= 99 / 1.5, `frequency ${win.frequency}: CONFIG_HZ / a whole number near 99`);
+        assert.equal(win.periodNs, Math.round(1e9 / win.frequency));
+        assert.match(win.notes[0], /the kernel's tick \(\d+ Hz\), every \d+/);
+        const samples = win.cpu.reduce((n, x) => n + x.count, 0);
+        assert.ok(Math.abs(samples * win.periodNs - used) <= 0.15 * used, `sys ${sys}: ${samples} samples x ${win.periodNs} ns against ${used} ns of the main thread's CPU`);
+        const named = win.cpu.filter((x) => x.frames.some((f) => f.name === 'tickLeaf' && f.file === file && f.line === 2)).reduce((n, x) => n + x.count, 0);
+        // (with the reads, most samples are in them)
+        assert.ok(named >= (sys ? 0.05 : 0.5) * samples, `sys ${sys}: ${named} of ${samples} samples in tickLeaf at its line`);
+        const irq = win.cpu.filter((x) => x.frames.some((f) => f.kind === 'kernel' && /^(asm_sysvec_apic_timer_interrupt|sysvec_apic_timer_interrupt|__sysvec_apic_timer_interrupt|hrtimer_interrupt|__hrtimer_run_queues|__run_hrtimer|tick_nohz_handler|tick_sched_timer|el1h_64_irq|el0t_64_irq|gic_handle_irq|arch_timer_handler_\w+)$/.test(f.name)));
+        assert.deepEqual(irq.map((x) => x.frames.filter((f) => f.kind === 'kernel').map((f) => f.name).join(' <- ')), [], 'no frame of the tick');
+        if (sys) assert.ok(win.cpu.some((x) => x.frames.some((f) => f.kind === 'kernel' && /read/.test(f.name))), 'the reads the tick interrupted, in the kernel');
+      }
+    } finally {
+      p.close();
+    }
+  });
+
+  test("clock: anything else is ERR_BPF_INVALID_VALUE naming the two; where the tick cannot be found or stops, ERR_BPF_NOT_SUPPORTED naming 'cpu-clock'", () => {
+    assert.throws(() => bpf.profile(/** @type {any} */ ({ clock: 'jiffies' })), { code: 'ERR_BPF_INVALID_VALUE', message: /clock .*'cpu-clock'.*'tick'/ });
+    const tick = require('../lib/service/tick');
+    const fake = path.join(tmp, 'kallsyms');
+    const none = path.join(tmp, 'no-nohz-full');
+    fs.writeFileSync(none, '(null)\n');
+    fs.writeFileSync(fake, '0000000000000000 T tick_nohz_handler\n');
+    assert.throws(() => tick.tickFunction({ kallsyms: fake, nohzFull: none }), { code: 'ERR_BPF_NOT_SUPPORTED', message: /CAP_SYSLOG.*'cpu-clock'/ });
+    fs.writeFileSync(fake, 'ffffffff81000000 T tick_handle_periodic\n');
+    assert.throws(() => tick.tickFunction({ kallsyms: fake, nohzFull: none }), { code: 'ERR_BPF_NOT_SUPPORTED', message: /no tick_nohz_handler or tick_sched_timer/ });
+    fs.writeFileSync(fake, 'ffffffff81000000 t tick_sched_timer\n');
+    assert.equal(tick.tickFunction({ kallsyms: fake, nohzFull: none }), 0xffffffff81000000n);
+    fs.writeFileSync(none, '1-3\n');
+    assert.throws(() => tick.tickFunction({ kallsyms: fake, nohzFull: none }), { code: 'ERR_BPF_NOT_SUPPORTED', message: /CPUs 1-3 are nohz_full/ });
+    assert.throws(() => tick.tickFunction({ kallsyms: path.join(tmp, 'none'), nohzFull: path.join(tmp, 'none') }), { code: 'ERR_BPF_NOT_SUPPORTED', message: /not readable \(ENOENT\)/ });
+  });
+});
+
 describe('window after window', { skip }, () => {
   test('the walked stacks are kept from one window to the next: the same work in three windows is named at its line in each (flagless: no perf map)', async () => {
     const file = path.join(tmp, 'windows.js');

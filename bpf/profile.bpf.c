@@ -6,7 +6,8 @@
  * user space names their frames when it reads a window. Needs CAP_BPF +
  * CAP_PERFMON, no tracefs.
  *
- *   on CPU: a cpu-clock perf event on every CPU, this process's threads
+ *   on CPU: this process's threads, sampled by a cpu-clock perf event on
+ *	every CPU (handle_sample), or by the kernel's tick (handle_tick)
  *   off CPU: the main thread: its stacks as it leaves the CPU, weighted by
  *	how long it stays off, from one of
  *	handle_switch: a context-switches perf event of the main thread
@@ -176,10 +177,30 @@ static __always_inline bool idle_wait(long nr)
 	return nr >= 0 && (nr == nr_epoll_wait || nr == nr_epoll_pwait || nr == nr_epoll_pwait2);
 }
 
+/* counts a CPU sample of `key` (its stacks taken) */
+static __always_inline void count_sample(struct profile_key *key)
+{
+	__u64 one = 1, *count;
+
+	bpf_get_current_comm(key->comm, sizeof(key->comm));
+	count = bpf_map_lookup_elem(&counts, key);
+	if (count) {
+		__sync_fetch_and_add(count, 1);
+	} else if (bpf_map_update_elem(&counts, key, &one, BPF_NOEXIST)) {
+		/* another CPU created it first, or the table is full */
+		count = bpf_map_lookup_elem(&counts, key);
+		if (count)
+			__sync_fetch_and_add(count, 1);
+		else
+			__sync_fetch_and_add(&dropped_samples, 1);
+	}
+}
+
+/* clock 'cpu-clock': a perf event's sample (its own timer interrupt) */
 SEC("perf_event")
 int handle_sample(struct bpf_perf_event_data *ctx)
 {
-	__u64 id = bpf_get_current_pid_tgid(), one = 1, *count;
+	__u64 id = bpf_get_current_pid_tgid();
 	struct profile_key key = {};
 
 	if (id >> 32 != target_pid)
@@ -188,18 +209,76 @@ int handle_sample(struct bpf_perf_event_data *ctx)
 	key.user_stack = stack_id(ctx, BPF_F_USER_STACK, SCRATCH_SLOT_EVENT);
 	key.kernel_stack = stack_id(ctx, 0, SCRATCH_SLOT_EVENT);
 	key.v8_stack = v8_walk_sample(target_pid, ctx);
-	bpf_get_current_comm(key.comm, sizeof(key.comm));
-	count = bpf_map_lookup_elem(&counts, &key);
-	if (count) {
-		__sync_fetch_and_add(count, 1);
-	} else if (bpf_map_update_elem(&counts, &key, &one, BPF_NOEXIST)) {
-		/* another CPU created it first, or the table is full */
-		count = bpf_map_lookup_elem(&counts, &key);
-		if (count)
-			__sync_fetch_and_add(count, 1);
-		else
-			__sync_fetch_and_add(&dropped_samples, 1);
+	count_sample(&key);
+	return 0;
+}
+
+/*
+ * clock 'tick': the kernel's own tick (the hrtimer it accounts CPU time
+ * with, CONFIG_HZ times a second on a busy CPU) samples what runs at every
+ * tick_every-th tick of a CPU, whichever task that is, so a sample stands
+ * for tick_every ticks of CPU time: no timer interrupt of the profiler's
+ * own (on a VM, each costs the sampled thread more than the program). The
+ * kernel stack taken here starts in the tick's interrupt: user space cuts
+ * it at the interrupt's entry.
+ */
+const volatile __u64 tick_fn = 0;	/* the tick's hrtimer function (kallsyms: tick_nohz_handler, tick_sched_timer before 6.9) */
+const volatile __u64 tick_period_ns = 10101010;	/* the period asked for: tick_every is the nearest whole number of ticks */
+const volatile bool tick_main_only = false;	/* threads 'main' */
+__u64 tick_ns = 0;	/* the shortest gap seen between two ticks of a CPU, as scheduled (their expiry, not when they ran:
+			 * no jitter): the tick's period, 1/CONFIG_HZ (0: not yet seen) */
+__u64 tick_every = 0;	/* ticks a sample stands for (0: not yet known) */
+
+struct tick_cpu {
+	__s64 last;	/* when this CPU's last tick was due (its expiry) */
+	__u64 ticks;	/* its ticks seen since tick_every was known */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct tick_cpu);
+} tick_cpus SEC(".maps");
+
+SEC("tp_btf/hrtimer_expire_entry")
+int BPF_PROG(handle_tick, struct hrtimer *timer, ktime_t *now)
+{
+	__u64 every, id, period = tick_ns;
+	__s64 due, d;
+	struct profile_key key = {};
+	struct tick_cpu *c;
+	__u32 zero = 0;
+
+	if ((__u64)timer->function != tick_fn)
+		return 0;
+	c = bpf_map_lookup_elem(&tick_cpus, &zero);
+	if (!c)
+		return 0;
+	due = timer->node.expires;
+	d = due - c->last;
+	/* (a CPU's idle skips ticks, on the same grid: the shortest gap is the tick) */
+	if (c->last && d > 0 && (!period || (__u64)d < period)) {
+		tick_ns = d;
+		period = d;
 	}
+	c->last = due;
+	if (!period)
+		return 0;
+	every = (tick_period_ns + period / 2) / period;
+	if (!every)
+		every = 1;
+	tick_every = every;
+	if (++c->ticks % every)
+		return 0;
+	id = bpf_get_current_pid_tgid();
+	if (id >> 32 != target_pid || (tick_main_only && (__u32)id != target_pid))
+		return 0;
+	key.tid = (__u32)id;
+	key.user_stack = stack_id(ctx, BPF_F_USER_STACK, SCRATCH_SLOT_EVENT);
+	key.kernel_stack = stack_id(ctx, 0, SCRATCH_SLOT_EVENT);
+	key.v8_stack = v8_walk_current(target_pid, SCRATCH_SLOT_EVENT);
+	count_sample(&key);
 	return 0;
 }
 

@@ -36,6 +36,7 @@ const { loadBpfProgram } = require('../core/object');
 const { objectPath } = require('../core/objects');
 const stacks = require('../frames/stacks');
 const pprof = require('./pprof');
+const tick = require('./tick');
 const { kernelIds, inInitialNamespace, checkOwnProc } = require('../host/pidns');
 
 const EFAULT = 14;
@@ -141,16 +142,19 @@ function checkOptions(options) {
   if (options !== undefined && (options === null || typeof options !== 'object')) {
     throw codedError('ERR_INVALID_ARG_TYPE', `profile(options): options must be an object, got ${options}`);
   }
-  const known = ['frequency', 'threads', 'offCpu', 'offCpuEvent', 'minOffCpu', 'idle', 'preempted', 'maxSeconds', 'v8'];
+  const known = ['frequency', 'clock', 'threads', 'offCpu', 'offCpuEvent', 'minOffCpu', 'idle', 'preempted', 'maxSeconds', 'v8'];
   const unknown = Object.keys(options ?? {}).filter((k) => !known.includes(k));
   if (unknown.length) throw codedError('ERR_BPF_UNKNOWN_NAME', `profile(): no option named ${unknown.join(', ')}; the options are ${known.join(', ')}`);
-  const o = { frequency: DEFAULT_FREQUENCY, threads: 'all', offCpu: true, offCpuEvent: 'sched_switch', minOffCpu: 0.001, idle: false, preempted: false, maxSeconds: DEFAULT_MAX_SECONDS, v8: true, ...options };
+  const o = { frequency: DEFAULT_FREQUENCY, clock: 'cpu-clock', threads: 'all', offCpu: true, offCpuEvent: 'sched_switch', minOffCpu: 0.001, idle: false, preempted: false, maxSeconds: DEFAULT_MAX_SECONDS, v8: true, ...options };
   if (!OFF_CPU_EVENTS.includes(o.offCpuEvent)) {
     throw codedError('ERR_BPF_INVALID_VALUE', `profile(): offCpuEvent is what runs the off-CPU program, ${OFF_CPU_EVENTS.map((e) => `'${e}'`).join(' or ')} (default 'sched_switch'), got ${o.offCpuEvent}`);
   }
   if (o.offCpu) checkOffCpuEvent(o.offCpuEvent);
   if (typeof o.frequency !== 'number' || !Number.isInteger(o.frequency) || o.frequency < 1 || o.frequency > MAX_FREQUENCY) {
     throw codedError('ERR_BPF_INVALID_VALUE', `profile(): frequency is samples per second per CPU, an integer from 1 to ${MAX_FREQUENCY} (default ${DEFAULT_FREQUENCY}), got ${o.frequency}`);
+  }
+  if (!CLOCKS.includes(o.clock)) {
+    throw codedError('ERR_BPF_INVALID_VALUE', `profile(): clock is what takes the CPU samples, 'cpu-clock' (default: a perf event's timer) or 'tick' (the kernel's tick, every Nth: no interrupt of its own), got ${o.clock}`);
   }
   if (o.threads !== 'all' && o.threads !== 'main') {
     throw codedError('ERR_BPF_INVALID_VALUE', `profile(): threads is the threads CPU samples are taken of, 'all' (default: a cpu-clock event on every CPU) or 'main' (one event that follows the main thread), got ${o.threads}`);
@@ -233,6 +237,7 @@ class Profiler {
     this.#options = checkOptions(options);
     const syscalls = native.syscallNames(process.arch === 'arm64' ? 'arm64' : 'x86_64');
     this.#ids = ownIds();
+    const tickFn = this.#options.clock === 'tick' ? tick.tickFunction() : 0n;
     const obj = loadBpfProgram(objectPath('profile'));
     try {
       obj.setGlobalVariable('target_pid', this.#ids.tgid);
@@ -243,6 +248,14 @@ class Profiler {
       // only the off-CPU program that runs is loaded (each is verified with its V8 walk)
       obj.programs.handle_switch.autoload = this.#options.offCpu && this.#options.offCpuEvent === 'context-switches';
       obj.programs.handle_sched_switch.autoload = this.#options.offCpu && this.#options.offCpuEvent === 'sched_switch';
+      // and only the CPU sampler of the clock asked for
+      obj.programs.handle_sample.autoload = !tickFn;
+      obj.programs.handle_tick.autoload = Boolean(tickFn);
+      if (tickFn) {
+        obj.setGlobalVariable('tick_fn', tickFn);
+        obj.setGlobalVariable('tick_period_ns', BigInt(Math.round(1e9 / this.#options.frequency)));
+        obj.setGlobalVariable('tick_main_only', this.#options.threads === 'main');
+      }
       obj.load();
     } catch (err) {
       obj.close();
@@ -309,9 +322,14 @@ class Profiler {
       const periodNs = Math.round(1e9 / this.#options.frequency);
       startNs = BigInt(Date.now()) * 1000000n;
       startHr = process.hrtime.bigint();
-      // every CPU, filtered in the kernel: a perf event for a pid samples only its main thread
-      // (threads: 'main': one event that follows the main thread, pid its tid here, on whichever CPU)
-      links.push(obj.attachPerfEvent('handle_sample', { event: 'cpu-clock', period: periodNs, ...(this.#options.threads === 'main' && { pid: process.pid }) }));
+      if (this.#options.clock === 'tick') {
+        // the kernel's tick on every CPU, filtered in the kernel (lib/service/tick.js)
+        links.push(obj.attach('handle_tick'));
+      } else {
+        // every CPU, filtered in the kernel: a perf event for a pid samples only its main thread
+        // (threads: 'main': one event that follows the main thread, pid its tid here, on whichever CPU)
+        links.push(obj.attachPerfEvent('handle_sample', { event: 'cpu-clock', period: periodNs, ...(this.#options.threads === 'main' && { pid: process.pid }) }));
+      }
       const switches = this.#options.offCpu && this.#options.offCpuEvent === 'context-switches';
       if (switches) {
         // no interval open from an earlier window (one that ended by an error)
@@ -376,8 +394,11 @@ class Profiler {
   }
 
   /** The window's counts, named, and the maps emptied for the next. */
-  #read({ startNs, durationNs, periodNs }) {
+  #read({ startNs, durationNs, periodNs: asked }) {
     const obj = this.#obj;
+    // (clock 'tick': a sample stands for tick_every ticks, at the kernel's CONFIG_HZ)
+    const clock = this.#options.clock === 'tick' ? tick.tickPeriod(Number(obj.getGlobalVariable('tick_ns')), Number(obj.getGlobalVariable('tick_every')), asked) : { periodNs: asked, frequency: this.#options.frequency };
+    const periodNs = clock.periodNs;
     const cpuRows = obj.getMap('counts').getBatch();
     const offRows = obj.getMap('offcpu').getBatch();
     const walked = this.#walk ? this.#symbolizer.v8.windowStacks(obj, this.#walk, [...cpuRows, ...offRows].map(([k]) => k.v8_stack)) : this.#symbolizer.v8.readStacks(obj);
@@ -479,7 +500,8 @@ class Profiler {
       };
       const userFrames = lost(r.k.user_stack) ? [LOST] : r.user.flatMap(named);
       // (off CPU: without the tracing frames the stack was taken in: __traceiter_sched_switch, bpf_trace_run4, the program)
-      const kernel = r.kind === 'offCpu' ? r.kernel.slice(Math.max(0, r.kernel.findIndex((a) => !TRACING_FRAME.test(kernelNames.get(a) ?? '')))) : r.kernel;
+      // (clock 'tick': without the tick's interrupt, up to its entry: what it interrupted, or none in user space)
+      const kernel = r.kind === 'offCpu' ? r.kernel.slice(Math.max(0, r.kernel.findIndex((a) => !TRACING_FRAME.test(kernelNames.get(a) ?? '')))) : this.#options.clock === 'tick' ? tick.interrupted(r.kernel, kernelNames) : r.kernel;
       const kernelFrames = lost(r.k.kernel_stack) ? [LOST] : kernel.map(kernelFrame);
       const tid = this.#localTid(r.k.tid);
       out[r.kind].push({
@@ -499,14 +521,14 @@ class Profiler {
     obj.setGlobalVariable('preempted_count', 0n);
     obj.setGlobalVariable('preempted_ns', 0n);
     const notes = [
-      `node-libbpf profile of pid ${process.pid} (${process.title}, node ${process.version}): cpu-clock at ${this.#options.frequency} Hz ${this.#options.threads === 'main' ? 'of the main thread' : 'on every CPU'}; off-CPU: the main thread (${this.#options.offCpuEvent}), intervals of ${this.#options.minOffCpu * 1000} ms or more${this.#options.idle ? '' : ', idle epoll waits left out'}${this.#options.preempted ? '' : ', preempted ones without stacks'}`,
+      `node-libbpf profile of pid ${process.pid} (${process.title}, node ${process.version}): ${this.#options.clock === 'tick' ? `the kernel's tick${clock.hz ? ` (${clock.hz} Hz), every ${Math.round((periodNs * clock.hz) / 1e9)}` : ''}: ${+clock.frequency.toFixed(1)} Hz` : `cpu-clock at ${this.#options.frequency} Hz`} ${this.#options.threads === 'main' ? 'of the main thread' : 'on every CPU'}; off-CPU: the main thread (${this.#options.offCpuEvent}), intervals of ${this.#options.minOffCpu * 1000} ms or more${this.#options.idle ? '' : ', idle epoll waits left out'}${this.#options.preempted ? '' : ', preempted ones without stacks'}`,
     ];
     if (preempted) notes.push(`the main thread was preempted (runnable, waiting for a CPU) ${preempted.count} times for ${this.#options.minOffCpu * 1000} ms or more, ${(preempted.ns / 1e6).toFixed(1)} ms in all: not by stack (profile({ preempted: true }) walks them)`);
     if (this.#v8Error) notes.push(`JavaScript frames are not named from V8's data: ${this.#v8Error.message}`);
     if (!perfMap && (this.#v8Error || !this.#symbolizer.v8.names)) notes.push(`no perf map (/tmp/perf-${process.pid}.map): JavaScript frames are unnamed; run node with --perf-basic-prof (or --perf-basic-prof-only-functions --interpreted-frames-native-stack)`);
     if (v8Dropped) notes.push(`${v8Dropped} stacks' JavaScript frames not kept, their table was full: named from the perf map, if any`);
     if (dropped.samples || dropped.offCpu) notes.push(`not counted, their table was full: ${dropped.samples} CPU samples, ${dropped.offCpu} off-CPU intervals`);
-    return { startNs, durationNs, periodNs, frequency: this.#options.frequency, perfMap, dropped, ...(preempted && { preempted }), notes, ...out };
+    return { startNs, durationNs, periodNs, frequency: clock.frequency, perfMap, dropped, ...(preempted && { preempted }), notes, ...out };
   }
 
   #localTid(kernelTid) {
@@ -622,7 +644,7 @@ class Profiler {
         from: String(from),
         until: String(Math.max(from + 1, Math.round(Number(w.startNs / 1000000n) / 1000 + w.durationNs / 1e9))),
         format: 'pprof',
-        sampleRate: String(this.#options.frequency),
+        sampleRate: String(Math.round(w.frequency)),
         spyName: 'node-libbpf',
       }).toString();
       const form = new FormData();
@@ -693,6 +715,7 @@ class Profiler {
 }
 
 const OFF_CPU_EVENTS = ['sched_switch', 'context-switches'];
+const CLOCKS = ['cpu-clock', 'tick'];
 const FLUSH_WORD = new Int32Array(new SharedArrayBuffer(4));
 // (sched_switch's stacks are taken in the tracepoint; handle_switch's in perf's switch-out hook)
 const TRACING_FRAME = /^(bpf_prog_|bpf_trace_run|__traceiter_|__bpf_trace_|bpf_dispatcher|perf_event_task_sched_out|__perf_event_task_sched_out|___perf_sw_event|__perf_sw_event_sched|perf_swevent_|perf_event_output|bpf_overflow_handler|__perf_event_overflow|perf_trace_run_bpf_submit)/;
