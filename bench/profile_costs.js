@@ -19,6 +19,8 @@
 //                             (preempted: true, the way before)
 //            99-main          99 Hz, CPU samples of the main thread only
 //                             (threads: 'main': one event that follows it)
+//            99-tick          clock: 'tick': the kernel's tick samples (every
+//                             3rd at CONFIG_HZ 250: 83 Hz), no timer of its own
 //          With --bpf-stats (sets kernel.bpf_stats_enabled to 1 for the run,
 //          then back): each BPF program's runs per second and ns per run, a
 //          measure the machine's load barely moves (the stats cost every
@@ -43,7 +45,8 @@
 //          under 24 JS frames, ROUNDS pairs of ~1 s profiled and not, in
 //          one process per profiler at ~1 kHz (where a sample's cost is
 //          well above the noise): none, @datadog/pprof, bpf.profile()'s
-//          default, v8: false, threads: 'main'
+//          default, v8: false, threads: 'main', clock: 'tick' (at 250 Hz,
+//          every tick at CONFIG_HZ 250)
 //   node bench/profile_costs.js [--rounds N] [--rows none,pprof,99,...,switch,sample] [--bpf-stats] [--json]
 //   (default: every row; --no-http: switch and sample only)
 const fs = require('node:fs');
@@ -68,6 +71,7 @@ const HTTP_ROWS = new Map([
   ['99-context-switches', 'bpf:{"offCpuEvent":"context-switches"}'],
   ['99-preempted', 'bpf:{"preempted":true}'],
   ['99-main', 'bpf:{"threads":"main"}'],
+  ['99-tick', 'bpf:{"clock":"tick"}'],
 ]);
 const OTHER_ROWS = ['switch', 'switches', 'sample'];
 const ROWS = argv.includes('--rows') ? argv[argv.indexOf('--rows') + 1].split(',') : argv.includes('--no-http') ? OTHER_ROWS : [...HTTP_ROWS.keys(), ...OTHER_ROWS];
@@ -128,6 +132,7 @@ const SAMPLE_ROWS = new Map([
   ['bpf 997 Hz (off CPU on, V8 walk)', 'bpf:{"frequency":997}'],
   ['bpf 997 Hz, v8: false', 'bpf:{"frequency":997,"v8":false}'],
   ["bpf 997 Hz, threads: 'main'", 'bpf:{"frequency":997,"threads":"main"}'],
+  ["bpf clock: 'tick', 250 Hz (CONFIG_HZ here)", 'bpf:{"frequency":250,"clock":"tick"}'],
 ]);
 
 /**
