@@ -46,7 +46,8 @@
 //          one process per profiler at ~1 kHz (where a sample's cost is
 //          well above the noise): none, @datadog/pprof, bpf.profile()'s
 //          default, v8: false, threads: 'main', clock: 'tick' (at 250 Hz,
-//          every tick at CONFIG_HZ 250)
+//          every tick at CONFIG_HZ 250), and a cpu-clock event whose
+//          program only counts (what the timer's interrupt alone costs)
 //   node bench/profile_costs.js [--rounds N] [--rows none,pprof,99,...,switch,sample] [--bpf-stats] [--json]
 //   (default: every row; --no-http: switch and sample only)
 const fs = require('node:fs');
@@ -133,6 +134,7 @@ const SAMPLE_ROWS = new Map([
   ['bpf 997 Hz, v8: false', 'bpf:{"frequency":997,"v8":false}'],
   ["bpf 997 Hz, threads: 'main'", 'bpf:{"frequency":997,"threads":"main"}'],
   ["bpf clock: 'tick', 250 Hz (CONFIG_HZ here)", 'bpf:{"frequency":250,"clock":"tick"}'],
+  ['cpu-clock 997 Hz, a program that only counts (the interrupt alone)', 'interrupt:997'],
 ]);
 
 /**

@@ -6,6 +6,10 @@
 //                 CpuProfiler), its profile encoded as the pull
 //   pprof:US      the same, a sample every US µs
 //   bpf:OPTIONS   bpf.profile(OPTIONS as JSON), both pprofs encoded
+//   interrupt:HZ  no profile: a cpu-clock perf event at HZ on every CPU
+//                 whose program only counts this process's samples
+//                 (__test__/bpf/perf_sample.bpf.c): what the timer's
+//                 interrupt alone costs the sampled thread
 const fs = require('node:fs');
 const { execFileSync } = require('node:child_process');
 const bpf = require('../..');
@@ -54,7 +58,26 @@ function profilerOf(row) {
       close() {},
     };
   }
-  if (!row.startsWith('bpf:')) throw new Error(`row ${row}: none, pprof, pprof:US or bpf:OPTIONS`);
+  if (row.startsWith('interrupt:')) {
+    const { bpfArch } = require('../../lib/core/objects');
+    const obj = bpf.loadBpfProgram(require('node:path').join(__dirname, '..', '..', '__test__', 'bpf', bpfArch(), 'perf_sample.bpf.o'));
+    obj.setGlobalVariable('target_pid', process.pid);
+    obj.load();
+    let link;
+    let before = 0n;
+    return {
+      start() {
+        before = obj.getGlobalVariable('samples');
+        link = obj.attachPerfEvent('handle_cpu_clock', { event: 'cpu-clock', frequency: Number(row.slice(10)) });
+      },
+      async stop() {
+        link.detach();
+        return Number(obj.getGlobalVariable('samples') - before);
+      },
+      close: () => obj.close(),
+    };
+  }
+  if (!row.startsWith('bpf:')) throw new Error(`row ${row}: none, pprof, pprof:US, interrupt:HZ or bpf:OPTIONS`);
   const profiler = bpf.profile(JSON.parse(row.slice(4)));
   let ended;
   let window;

@@ -13,8 +13,12 @@
 const fs = require('node:fs');
 const { codedError } = require('../core/validate');
 
-/** The tick's hrtimer function, newest name first (tick_sched_timer before Linux 6.9). */
-const TICK_FUNCTIONS = ['tick_nohz_handler', 'tick_sched_timer'];
+/**
+ * The tick's hrtimer function: tick_sched_timer until Linux 6.9, then
+ * tick_nohz_handler (which, before, was the low-resolution tick's
+ * clockevents handler, no hrtimer: looked for second).
+ */
+const TICK_FUNCTIONS = ['tick_sched_timer', 'tick_nohz_handler'];
 
 /** The values CONFIG_HZ takes: a measured tick is snapped to the nearest. */
 const HZ_VALUES = [100, 250, 300, 1000];
