@@ -504,8 +504,8 @@ export interface ProfileOptions {
   idle?: boolean
   /** The threads CPU samples are taken of: 'all' (default: a cpu-clock event on every CPU, filtered to this process) or 'main' (one event that follows the main thread: no timer on the CPUs it is not on). */
   threads?: 'all' | 'main'
-  /** What takes the CPU samples: 'cpu-clock' (default: a perf event's timer, at `frequency` exactly) or 'tick' (the kernel's own tick, every Nth: CONFIG_HZ / N nearest `frequency`, 83.3 Hz for 99 at HZ=250; no timer interrupt of the profiler's own, whose cost on a VM is most of a sample's; needs /proc/kallsyms's addresses and no nohz_full CPUs, else ERR_BPF_NOT_SUPPORTED). */
-  clock?: 'cpu-clock' | 'tick'
+  /** What takes the CPU samples: 'auto' (default: 'tick' on x86_64 where it can, unless `frequency` is given; else 'cpu-clock'; the window's notes say which), 'cpu-clock' (a perf event's timer, at `frequency` exactly) or 'tick' (the kernel's own tick, every Nth: CONFIG_HZ / N nearest `frequency`, 83.3 Hz for 99 at HZ=250; no timer interrupt of the profiler's own, whose cost on a VM is most of a sample's; needs /proc/kallsyms's addresses and no nohz_full CPUs, else ERR_BPF_NOT_SUPPORTED). */
+  clock?: 'auto' | 'cpu-clock' | 'tick'
   /** Whether the main thread's preempted intervals (runnable, waiting for a CPU) are recorded by stack (default false: a stack walk at every preemption; only their count and time, in the window's `preempted` and its notes). */
   preempted?: boolean
   /** What runs the off-CPU program: 'sched_switch' (default), the tracepoint (every switch of the machine), or 'context-switches', a perf event of the main thread alone (its own switches only, each paying perf's per-task context switch: the cheaper where the machine switches ~10x as often as the main thread; needs CONFIG_SCHED_INFO and the profiler on the main thread). */

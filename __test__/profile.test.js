@@ -324,6 +324,7 @@ describe('push', { skip }, () => {
       const cpu = got.find((g) => !g.body.includes('sample_type_config'));
       const off = got.find((g) => g.body.includes('sample_type_config'));
       assert.ok(cpu && off, `a CPU and an off-CPU push: ${got.map((g) => g.url).join(', ')}`);
+      let rate;
       for (const g of [cpu, off]) {
         assert.equal(g.method, 'POST');
         const url = new URL(g.url, 'http://x');
@@ -331,7 +332,8 @@ describe('push', { skip }, () => {
         const q = Object.fromEntries(url.searchParams);
         assert.equal(q.name, 'profile-test{env=test,host=h1}');
         assert.equal(q.format, 'pprof');
-        assert.equal(q.sampleRate, '99');
+        // (the window's frequency: 99 Hz by cpu-clock, a whole fraction of CONFIG_HZ by the tick; the CPU profile's period says which)
+        if (g === off) assert.equal(q.sampleRate, rate);
         assert.equal(q.spyName, 'node-libbpf');
         assert.ok(Number(q.until) > Number(q.from) && Math.abs(Number(q.from) - Date.now() / 1000) < 30, `from ${q.from} until ${q.until}`);
         const boundary = /multipart\/form-data; boundary=(.+)$/.exec(g.type)[1];
@@ -343,6 +345,12 @@ describe('push', { skip }, () => {
         const file = path.join(tmp, 'pushed.pb.gz');
         fs.writeFileSync(file, data);
         assert.match(pprof(['-top'], file), g === cpu ? /Type: cpu/ : /Type: off_cpu/);
+        if (g === cpu) {
+          const period = Number(/^Period: (\d+)$/m.exec(pprof(['-raw'], file))?.[1]);
+          rate = String(Math.round(1e9 / period));
+          assert.ok(['99', '83', '100', '333', '250'].includes(rate), `period ${period}`);
+          assert.equal(q.sampleRate, rate);
+        }
       }
       assert.match(off.body.toString(), /"off_cpu":\{"units":"samples"/);
     } finally {
@@ -388,7 +396,21 @@ module.exports = async (ms, sys) => { const end = Date.now() + ms; let s = 0; wh
     }
   });
 
-  test("clock: anything else is ERR_BPF_INVALID_VALUE naming the two; where the tick cannot be found or stops, ERR_BPF_NOT_SUPPORTED naming 'cpu-clock'", () => {
+  test("clock 'auto', the default, takes the tick on x86_64 where it can; a frequency asked for takes cpu-clock", async () => {
+    const notes = async (options) => {
+      const p = bpf.profile(options);
+      try {
+        return (await p.collect({ seconds: 0.2 })).notes[0];
+      } finally {
+        p.close();
+      }
+    };
+    if (process.arch === 'x64') assert.match(await notes({ offCpu: false }), /the kernel's tick/);
+    assert.match(await notes({ offCpu: false, frequency: 99 }), /cpu-clock at 99 Hz/);
+    assert.match(await notes({ offCpu: false, clock: 'cpu-clock' }), /cpu-clock at 99 Hz/);
+  });
+
+  test("clock: anything else is ERR_BPF_INVALID_VALUE naming the three; where the tick cannot be found or stops, ERR_BPF_NOT_SUPPORTED naming 'cpu-clock'", () => {
     assert.throws(() => bpf.profile(/** @type {any} */ ({ clock: 'jiffies' })), { code: 'ERR_BPF_INVALID_VALUE', message: /clock .*'cpu-clock'.*'tick'/ });
     const tick = require('../lib/service/tick');
     const fake = path.join(tmp, 'kallsyms');

@@ -225,12 +225,19 @@ int handle_sample(struct bpf_perf_event_data *ctx)
 const volatile __u64 tick_fn = 0;	/* the tick's hrtimer function (kallsyms: tick_nohz_handler, tick_sched_timer before 6.9) */
 const volatile __u64 tick_period_ns = 10101010;	/* the period asked for: tick_every is the nearest whole number of ticks */
 const volatile bool tick_main_only = false;	/* threads 'main' */
-__u64 tick_ns = 0;	/* the shortest gap seen between two ticks of a CPU, as scheduled (their expiry, not when they ran:
-			 * no jitter): the tick's period, 1/CONFIG_HZ (0: not yet seen) */
+/*
+ * the shortest gap seen between two ticks of a busy CPU, as scheduled (their expiry, not when they
+ * ran: no jitter): the tick's period, 1/CONFIG_HZ (0: not yet seen). Only ticks that found a task
+ * running count: an idle CPU's tick is stopped, and the one that ends its sleep may be due off the
+ * tick's grid (at the next timer's expiry); a busy CPU's ticks are on the grid.
+ */
+__u64 tick_ns = 0;
+__u64 ticks_seen = 0;	/* the tick's runs (a kernel whose tick is no hrtimer sees none) */
 __u64 tick_every = 0;	/* ticks a sample stands for (0: not yet known) */
 
 struct tick_cpu {
 	__s64 last;	/* when this CPU's last tick was due (its expiry) */
+	__u64 busy;	/* whether a task ran at it (not the idle task) */
 	__u64 ticks;	/* its ticks seen since tick_every was known */
 };
 
@@ -255,14 +262,17 @@ int BPF_PROG(handle_tick, struct hrtimer *timer, ktime_t *now)
 	c = bpf_map_lookup_elem(&tick_cpus, &zero);
 	if (!c)
 		return 0;
+	ticks_seen++;
+	id = bpf_get_current_pid_tgid();
 	due = timer->node.expires;
 	d = due - c->last;
-	/* (a CPU's idle skips ticks, on the same grid: the shortest gap is the tick) */
-	if (c->last && d > 0 && (!period || (__u64)d < period)) {
+	/* (a late tick skips periods: the shortest gap is the tick) */
+	if (c->last && c->busy && (__u32)id && d > 0 && (!period || (__u64)d < period)) {
 		tick_ns = d;
 		period = d;
 	}
 	c->last = due;
+	c->busy = (__u32)id != 0;
 	if (!period)
 		return 0;
 	every = (tick_period_ns + period / 2) / period;
@@ -271,7 +281,6 @@ int BPF_PROG(handle_tick, struct hrtimer *timer, ktime_t *now)
 	tick_every = every;
 	if (++c->ticks % every)
 		return 0;
-	id = bpf_get_current_pid_tgid();
 	if (id >> 32 != target_pid || (tick_main_only && (__u32)id != target_pid))
 		return 0;
 	key.tid = (__u32)id;

@@ -145,7 +145,7 @@ function checkOptions(options) {
   const known = ['frequency', 'clock', 'threads', 'offCpu', 'offCpuEvent', 'minOffCpu', 'idle', 'preempted', 'maxSeconds', 'v8'];
   const unknown = Object.keys(options ?? {}).filter((k) => !known.includes(k));
   if (unknown.length) throw codedError('ERR_BPF_UNKNOWN_NAME', `profile(): no option named ${unknown.join(', ')}; the options are ${known.join(', ')}`);
-  const o = { frequency: DEFAULT_FREQUENCY, clock: 'cpu-clock', threads: 'all', offCpu: true, offCpuEvent: 'sched_switch', minOffCpu: 0.001, idle: false, preempted: false, maxSeconds: DEFAULT_MAX_SECONDS, v8: true, ...options };
+  const o = { frequency: DEFAULT_FREQUENCY, clock: 'auto', threads: 'all', offCpu: true, offCpuEvent: 'sched_switch', minOffCpu: 0.001, idle: false, preempted: false, maxSeconds: DEFAULT_MAX_SECONDS, v8: true, ...options };
   if (!OFF_CPU_EVENTS.includes(o.offCpuEvent)) {
     throw codedError('ERR_BPF_INVALID_VALUE', `profile(): offCpuEvent is what runs the off-CPU program, ${OFF_CPU_EVENTS.map((e) => `'${e}'`).join(' or ')} (default 'sched_switch'), got ${o.offCpuEvent}`);
   }
@@ -154,7 +154,7 @@ function checkOptions(options) {
     throw codedError('ERR_BPF_INVALID_VALUE', `profile(): frequency is samples per second per CPU, an integer from 1 to ${MAX_FREQUENCY} (default ${DEFAULT_FREQUENCY}), got ${o.frequency}`);
   }
   if (!CLOCKS.includes(o.clock)) {
-    throw codedError('ERR_BPF_INVALID_VALUE', `profile(): clock is what takes the CPU samples, 'cpu-clock' (default: a perf event's timer) or 'tick' (the kernel's tick, every Nth: no interrupt of its own), got ${o.clock}`);
+    throw codedError('ERR_BPF_INVALID_VALUE', `profile(): clock is what takes the CPU samples, 'auto' (default: 'tick' where it can, with the default frequency, else 'cpu-clock'), 'cpu-clock' (a perf event's timer, at the frequency asked) or 'tick' (the kernel's tick, every Nth: no interrupt of its own), got ${o.clock}`);
   }
   if (o.threads !== 'all' && o.threads !== 'main') {
     throw codedError('ERR_BPF_INVALID_VALUE', `profile(): threads is the threads CPU samples are taken of, 'all' (default: a cpu-clock event on every CPU) or 'main' (one event that follows the main thread), got ${o.threads}`);
@@ -231,13 +231,35 @@ class Profiler {
   #pushes = new Set();
   #v8Error = null; // why JS frames are not walked (lib/frames/v8.js), or null
   #walk = null; // the walked stacks, kept from window to window (V8Frames.walkState), or null
+  #clock = 'cpu-clock'; // what takes the CPU samples: 'tick' or 'cpu-clock' ('auto' resolved)
+  #clockWhy = null; // clock 'auto' where the tick could not be used: why
+
+  /**
+   * The tick's hrtimer function (lib/service/tick.js), or 0n for cpu-clock.
+   * 'auto' takes the tick where it can (x86_64: its kernel stacks are cut
+   * at the interrupt's entry, checked there) unless a frequency was asked
+   * for (`asked`: the tick gives a whole fraction of CONFIG_HZ, cpu-clock
+   * that frequency).
+   */
+  #tickFunction(asked) {
+    const { clock } = this.#options;
+    if (clock === 'tick') return tick.tickFunction();
+    if (clock !== 'auto' || asked || process.arch !== 'x64') return 0n;
+    try {
+      return tick.tickFunction();
+    } catch (err) {
+      this.#clockWhy = err.message;
+      return 0n;
+    }
+  }
 
   /** Not for users: `bpf.profile(options)` makes one. */
   constructor(options) {
     this.#options = checkOptions(options);
     const syscalls = native.syscallNames(process.arch === 'arm64' ? 'arm64' : 'x86_64');
     this.#ids = ownIds();
-    const tickFn = this.#options.clock === 'tick' ? tick.tickFunction() : 0n;
+    const tickFn = this.#tickFunction(options?.frequency !== undefined);
+    this.#clock = tickFn ? 'tick' : 'cpu-clock';
     const obj = loadBpfProgram(objectPath('profile'));
     try {
       obj.setGlobalVariable('target_pid', this.#ids.tgid);
@@ -322,7 +344,7 @@ class Profiler {
       const periodNs = Math.round(1e9 / this.#options.frequency);
       startNs = BigInt(Date.now()) * 1000000n;
       startHr = process.hrtime.bigint();
-      if (this.#options.clock === 'tick') {
+      if (this.#clock === 'tick') {
         // the kernel's tick on every CPU, filtered in the kernel (lib/service/tick.js)
         links.push(obj.attach('handle_tick'));
       } else {
@@ -397,7 +419,7 @@ class Profiler {
   #read({ startNs, durationNs, periodNs: asked }) {
     const obj = this.#obj;
     // (clock 'tick': a sample stands for tick_every ticks, at the kernel's CONFIG_HZ)
-    const clock = this.#options.clock === 'tick' ? tick.tickPeriod(Number(obj.getGlobalVariable('tick_ns')), Number(obj.getGlobalVariable('tick_every')), asked) : { periodNs: asked, frequency: this.#options.frequency };
+    const clock = this.#clock === 'tick' ? tick.tickPeriod(Number(obj.getGlobalVariable('tick_ns')), Number(obj.getGlobalVariable('tick_every')), asked) : { periodNs: asked, frequency: this.#options.frequency };
     const periodNs = clock.periodNs;
     const cpuRows = obj.getMap('counts').getBatch();
     const offRows = obj.getMap('offcpu').getBatch();
@@ -501,7 +523,7 @@ class Profiler {
       const userFrames = lost(r.k.user_stack) ? [LOST] : r.user.flatMap(named);
       // (off CPU: without the tracing frames the stack was taken in: __traceiter_sched_switch, bpf_trace_run4, the program)
       // (clock 'tick': without the tick's interrupt, up to its entry: what it interrupted, or none in user space)
-      const kernel = r.kind === 'offCpu' ? r.kernel.slice(Math.max(0, r.kernel.findIndex((a) => !TRACING_FRAME.test(kernelNames.get(a) ?? '')))) : this.#options.clock === 'tick' ? tick.interrupted(r.kernel, kernelNames) : r.kernel;
+      const kernel = r.kind === 'offCpu' ? r.kernel.slice(Math.max(0, r.kernel.findIndex((a) => !TRACING_FRAME.test(kernelNames.get(a) ?? '')))) : this.#clock === 'tick' ? tick.interrupted(r.kernel, kernelNames) : r.kernel;
       const kernelFrames = lost(r.k.kernel_stack) ? [LOST] : kernel.map(kernelFrame);
       const tid = this.#localTid(r.k.tid);
       out[r.kind].push({
@@ -521,10 +543,17 @@ class Profiler {
     obj.setGlobalVariable('preempted_count', 0n);
     obj.setGlobalVariable('preempted_ns', 0n);
     const notes = [
-      `node-libbpf profile of pid ${process.pid} (${process.title}, node ${process.version}): ${this.#options.clock === 'tick' ? `the kernel's tick${clock.hz ? ` (${clock.hz} Hz), every ${Math.round((periodNs * clock.hz) / 1e9)}` : ''}: ${+clock.frequency.toFixed(1)} Hz` : `cpu-clock at ${this.#options.frequency} Hz`} ${this.#options.threads === 'main' ? 'of the main thread' : 'on every CPU'}; off-CPU: the main thread (${this.#options.offCpuEvent}), intervals of ${this.#options.minOffCpu * 1000} ms or more${this.#options.idle ? '' : ', idle epoll waits left out'}${this.#options.preempted ? '' : ', preempted ones without stacks'}`,
+      `node-libbpf profile of pid ${process.pid} (${process.title}, node ${process.version}): ${this.#clock === 'tick' ? `the kernel's tick${clock.hz ? ` (${clock.hz} Hz), every ${Math.round((periodNs * clock.hz) / 1e9)}` : ''}: ${+clock.frequency.toFixed(1)} Hz` : `cpu-clock at ${this.#options.frequency} Hz`} ${this.#options.threads === 'main' ? 'of the main thread' : 'on every CPU'}; off-CPU: the main thread (${this.#options.offCpuEvent}), intervals of ${this.#options.minOffCpu * 1000} ms or more${this.#options.idle ? '' : ', idle epoll waits left out'}${this.#options.preempted ? '' : ', preempted ones without stacks'}`,
     ];
     if (preempted) notes.push(`the main thread was preempted (runnable, waiting for a CPU) ${preempted.count} times for ${this.#options.minOffCpu * 1000} ms or more, ${(preempted.ns / 1e6).toFixed(1)} ms in all: not by stack (profile({ preempted: true }) walks them)`);
-    if (this.#options.clock === 'tick' && !clock.hz) notes.push("clock 'tick': no tick of the kernel was seen yet (a kernel whose tick is no hrtimer: low-resolution timers?), so no CPU sample; clock 'cpu-clock' samples everywhere");
+    if (this.#clockWhy) notes.push(`cpu-clock, not the kernel's tick (clock 'auto'): ${this.#clockWhy.replace(/^profile\(\{ clock: 'tick' \}\): /, '').replace(/; use clock 'cpu-clock'.*$/, '')}`);
+    if (this.#clock === 'tick' && !clock.hz) {
+      notes.push(
+        obj.getGlobalVariable('ticks_seen')
+          ? "the kernel's tick: its period is not known yet (no CPU was busy for two ticks in a row), so no CPU sample"
+          : "the kernel's tick: none was seen (a kernel whose tick is no hrtimer: low-resolution timers?), so no CPU sample; clock 'cpu-clock' samples everywhere",
+      );
+    }
     if (this.#v8Error) notes.push(`JavaScript frames are not named from V8's data: ${this.#v8Error.message}`);
     if (!perfMap && (this.#v8Error || !this.#symbolizer.v8.names)) notes.push(`no perf map (/tmp/perf-${process.pid}.map): JavaScript frames are unnamed; run node with --perf-basic-prof (or --perf-basic-prof-only-functions --interpreted-frames-native-stack)`);
     if (v8Dropped) notes.push(`${v8Dropped} stacks' JavaScript frames not kept, their table was full: named from the perf map, if any`);
@@ -716,7 +745,7 @@ class Profiler {
 }
 
 const OFF_CPU_EVENTS = ['sched_switch', 'context-switches'];
-const CLOCKS = ['cpu-clock', 'tick'];
+const CLOCKS = ['auto', 'cpu-clock', 'tick'];
 const FLUSH_WORD = new Int32Array(new SharedArrayBuffer(4));
 // (sched_switch's stacks are taken in the tracepoint; handle_switch's in perf's switch-out hook)
 const TRACING_FRAME = /^(bpf_prog_|bpf_trace_run|__traceiter_|__bpf_trace_|bpf_dispatcher|perf_event_task_sched_out|__perf_event_task_sched_out|___perf_sw_event|__perf_sw_event_sched|perf_swevent_|perf_event_output|bpf_overflow_handler|__perf_event_overflow|perf_trace_run_bpf_submit)/;

@@ -30,7 +30,7 @@ const HZ_VALUES = [100, 250, 300, 1000];
  */
 const INTERRUPT_ENTRY = /^(asm_sysvec_apic_timer_interrupt|asm_sysvec_\w+|el0t_64_irq|el1h_64_irq|el1t_64_irq)$/;
 
-const NOT_SUPPORTED = (why) => codedError('ERR_BPF_NOT_SUPPORTED', `profile({ clock: 'tick' }): ${why}; use clock 'cpu-clock' (the default)`);
+const NOT_SUPPORTED = (why) => codedError('ERR_BPF_NOT_SUPPORTED', `profile({ clock: 'tick' }): ${why}; use clock 'cpu-clock' (or 'auto', the default: the tick where it can, else cpu-clock)`);
 
 /**
  * The address of the tick's hrtimer function (a BigInt), from
