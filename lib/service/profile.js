@@ -13,8 +13,9 @@
  *   profiler.close();
  *
  * Nothing runs in the kernel between windows (as Go's /debug/pprof/profile):
- * a window attaches a cpu-clock perf event on every CPU (filtered to this
- * process in the program) and, for off-CPU stacks, tp_btf sched_switch; at
+ * a window attaches its CPU sampler (the kernel's tick, lib/service/tick.js,
+ * or a cpu-clock perf event on every CPU; filtered to this process in the
+ * program) and, for off-CPU stacks, tp_btf sched_switch; at
  * its end it detaches them, reads the counts and empties the maps. One
  * window at a time: a second collect() while one runs is ERR_BPF_BUSY (the
  * handler's 409).

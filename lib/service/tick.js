@@ -1,6 +1,7 @@
 'use strict';
 /**
- * `profile({ clock: 'tick' })`: CPU samples taken at the kernel's own tick
+ * `profile({ clock: 'tick' })` (and `clock: 'auto'`, the default, on
+ * x86_64 where it can): CPU samples taken at the kernel's own tick
  * (bpf/profile.bpf.c handle_tick), not at a timer of the profiler's own.
  * The tick is an hrtimer the kernel runs CONFIG_HZ times a second on every
  * busy CPU to account CPU time; a program on its expiry samples the task it
@@ -28,7 +29,7 @@ const HZ_VALUES = [100, 250, 300, 1000];
  * interrupted code (x86_64: the local APIC timer's vector; arm64: the EL0 or
  * EL1 IRQ vector); the frames below it are what the tick interrupted.
  */
-const INTERRUPT_ENTRY = /^(asm_sysvec_apic_timer_interrupt|asm_sysvec_\w+|el0t_64_irq|el1h_64_irq|el1t_64_irq)$/;
+const INTERRUPT_ENTRY = /^(asm_sysvec_apic_timer_interrupt|asm_sysvec_\w+|asm_common_interrupt|el0t_64_irq|el1h_64_irq|el1t_64_irq)$/;
 
 const NOT_SUPPORTED = (why) => codedError('ERR_BPF_NOT_SUPPORTED', `profile({ clock: 'tick' }): ${why}; use clock 'cpu-clock' (or 'auto', the default: the tick where it can, else cpu-clock)`);
 
