@@ -98,12 +98,16 @@ __u64 flushed = 0;
 /*
  * The frames above a thread that sleeps in a library built without frame
  * pointers (glibc's pthread_cond_timedwait, under Atomics.wait): the
- * kernel's unwinder stops there. The first word on the user stack that
- * looks like a saved frame pointer (a stack address above it whose own
- * first word is one too) is the rbp of the nearest caller with frame
- * pointers (the library pushed it as a callee-saved register); its chain
- * is followed from there. A heuristic: a wrong guess gives a short or
- * odd chain, never a fault. Returns the chain's key in chains, or 0, and
+ * kernel's unwinder stops there. A word on the user stack that looks
+ * like a saved frame pointer (a stack address above it whose own first
+ * word is one too) is the rbp of the nearest caller with frame pointers
+ * (the library pushed it as a callee-saved register); its chain is
+ * followed from there. Of the words below the frame found, the one that
+ * points lowest wins: a stale word (a dead local of an earlier call) may
+ * point to a live frame further up, and its chain would skip the frames
+ * below it (a JS function blocked in Atomics.wait, lost once in a few
+ * test runs). A heuristic: a wrong guess gives a short or odd chain,
+ * never a fault. Returns the chain's key in chains, or 0, and
  * the frame pointer it starts from in *found (0: none).
  */
 static __always_inline __u64 recover_chain(struct task_struct *task, __u64 *found)
@@ -127,8 +131,11 @@ static __always_inline __u64 recover_chain(struct task_struct *task, __u64 *foun
 	for (i = 0; i < SCAN_WORDS; i++) {
 		__u64 at = sp + i * 8, n2, r2;
 
+		/* (the words from the frame found on are that frame's and its callers') */
+		if (fp && at >= fp)
+			break;
 		if (bpf_probe_read_user(&w, sizeof(w), (void *)at))
-			return 0;
+			break;
 		if (w <= at || w >= at + STACK_SPAN || (w & 7))
 			continue;
 		if (bpf_probe_read_user(&next, sizeof(next), (void *)w) ||
@@ -140,10 +147,9 @@ static __always_inline __u64 recover_chain(struct task_struct *task, __u64 *foun
 		if (bpf_probe_read_user(&n2, sizeof(n2), (void *)next) ||
 		    bpf_probe_read_user(&r2, sizeof(r2), (void *)(next + 8)))
 			continue;
-		if ((n2 > next && n2 < next + STACK_SPAN && USER_CODE(r2)) || (!n2 && USER_CODE(r2))) {
+		/* the lowest frame found: a stale word below the saved one may point to a frame further up */
+		if (((n2 > next && n2 < next + STACK_SPAN && USER_CODE(r2)) || (!n2 && USER_CODE(r2))) && (!fp || w < fp))
 			fp = w;
-			break;
-		}
 	}
 	if (!fp)
 		return 0;
