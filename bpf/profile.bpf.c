@@ -105,8 +105,8 @@ __u64 flushed = 0;
  * followed from there. Of the words below the frame found, the one that
  * points lowest wins: a stale word (a dead local of an earlier call) may
  * point to a live frame further up, and its chain would skip the frames
- * below it (a JS function blocked in Atomics.wait, lost once in a few
- * test runs). A heuristic: a wrong guess gives a short or odd chain,
+ * below it (the suspected cause of a JS function blocked in Atomics.wait
+ * lost twice in a day's test runs). A heuristic: a wrong guess gives a short or odd chain,
  * never a fault. Returns the chain's key in chains, or 0, and
  * the frame pointer it starts from in *found (0: none).
  */
