@@ -494,7 +494,7 @@ export declare function monitor(options?: MonitorOptions): Monitor
 
 /** Options of `bpf.profile()`. */
 export interface ProfileOptions {
-  /** CPU samples per second per CPU, an integer from 1 to 1000 (default 99). */
+  /** CPU samples per second per CPU, an integer from 1 to 1000 (default 99; the kernel's tick, the default clock on x86_64, gives the nearest CONFIG_HZ / N; given, it takes cpu-clock at exactly this rate). */
   frequency?: number
   /** Whether windows also record the main thread's off-CPU stacks (default true). */
   offCpu?: boolean
@@ -557,7 +557,9 @@ export type ProfileKind = 'cpu' | 'offCpu'
 export declare class ProfileWindow {
   startNs: bigint
   durationNs: number
+  /** The CPU time a sample stands for, in ns: 1e9 / frequency. */
   periodNs: number
+  /** The CPU samples' rate, per CPU: the one asked for (cpu-clock), or CONFIG_HZ / N (the kernel's tick: 83.33 at HZ=250). */
   frequency: number
   /** Whether this process has a perf map (JavaScript names). */
   perfMap: boolean
