@@ -158,7 +158,7 @@ function checkOptions(options) {
     throw codedError('ERR_BPF_INVALID_VALUE', `profile(): clock is what takes the CPU samples, 'auto' (default: 'tick' where it can, with the default frequency, else 'cpu-clock'), 'cpu-clock' (a perf event's timer, at the frequency asked) or 'tick' (the kernel's tick, every Nth: no interrupt of its own), got ${o.clock}`);
   }
   if (o.threads !== 'all' && o.threads !== 'main') {
-    throw codedError('ERR_BPF_INVALID_VALUE', `profile(): threads is the threads CPU samples are taken of, 'all' (default: a cpu-clock event on every CPU) or 'main' (one event that follows the main thread), got ${o.threads}`);
+    throw codedError('ERR_BPF_INVALID_VALUE', `profile(): threads is the threads CPU samples are taken of, 'all' (default: every thread of this process, on every CPU) or 'main' (the main thread alone: with cpu-clock, one event that follows it), got ${o.threads}`);
   }
   if (typeof o.minOffCpu !== 'number' || !(o.minOffCpu >= 0 && o.minOffCpu <= 60)) {
     throw codedError('ERR_BPF_INVALID_VALUE', `profile(): minOffCpu is the shortest off-CPU interval counted, in seconds (0 to 60, default 0.001), got ${o.minOffCpu}`);
