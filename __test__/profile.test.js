@@ -418,14 +418,18 @@ module.exports = async (ms, sys) => { const end = Date.now() + ms; let s = 0; wh
     const none = path.join(tmp, 'no-nohz-full');
     fs.writeFileSync(none, '(null)\n');
     fs.writeFileSync(fake, '0000000000000000 T tick_nohz_handler\n');
-    assert.throws(() => tick.tickFunction({ kallsyms: fake, nohzFull: none }), { code: 'ERR_BPF_NOT_SUPPORTED', message: /CAP_SYSLOG.*'cpu-clock'/ });
+    assert.throws(() => tick.tickFunctions({ kallsyms: fake, nohzFull: none }), { code: 'ERR_BPF_NOT_SUPPORTED', message: /CAP_SYSLOG.*'cpu-clock'/ });
     fs.writeFileSync(fake, 'ffffffff81000000 T tick_handle_periodic\n');
-    assert.throws(() => tick.tickFunction({ kallsyms: fake, nohzFull: none }), { code: 'ERR_BPF_NOT_SUPPORTED', message: /no tick_sched_timer or tick_nohz_handler/ });
+    assert.throws(() => tick.tickFunctions({ kallsyms: fake, nohzFull: none }), { code: 'ERR_BPF_NOT_SUPPORTED', message: /no tick_sched_timer, tick_nohz_highres_handler, tick_nohz_handler/ });
     fs.writeFileSync(fake, 'ffffffff81000000 t tick_sched_timer\n');
-    assert.equal(tick.tickFunction({ kallsyms: fake, nohzFull: none }), 0xffffffff81000000n);
+    assert.deepEqual(tick.tickFunctions({ kallsyms: fake, nohzFull: none }), [0xffffffff81000000n]);
+    // every name the tick's function has had (6.7 and 6.8: tick_nohz_highres_handler), read a chunk past the first (the rest of the file not needed)
+    const filler = (n, at) => Array.from({ length: n }, (_, i) => `${(at + i).toString(16).padStart(16, '0')} t filler_${i}`).join('\n');
+    fs.writeFileSync(fake, `${filler(20000, 0xffffffff80000000)}\nffffffff81000010 t tick_nohz_highres_handler\nffffffff81000020 t tick_nohz_handler\n${filler(20000, 0xffffffff82000000)}\nffffffff83000000 T tick_sched_timer\n`);
+    assert.deepEqual(tick.tickFunctions({ kallsyms: fake, nohzFull: none }), [0xffffffff81000010n, 0xffffffff81000020n]);
     fs.writeFileSync(none, '1-3\n');
-    assert.throws(() => tick.tickFunction({ kallsyms: fake, nohzFull: none }), { code: 'ERR_BPF_NOT_SUPPORTED', message: /CPUs 1-3 are nohz_full/ });
-    assert.throws(() => tick.tickFunction({ kallsyms: path.join(tmp, 'none'), nohzFull: path.join(tmp, 'none') }), { code: 'ERR_BPF_NOT_SUPPORTED', message: /not readable \(ENOENT\)/ });
+    assert.throws(() => tick.tickFunctions({ kallsyms: fake, nohzFull: none }), { code: 'ERR_BPF_NOT_SUPPORTED', message: /CPUs 1-3 are nohz_full/ });
+    assert.throws(() => tick.tickFunctions({ kallsyms: path.join(tmp, 'none'), nohzFull: path.join(tmp, 'none') }), { code: 'ERR_BPF_NOT_SUPPORTED', message: /not readable \(ENOENT\)/ });
   });
 });
 

@@ -105,10 +105,9 @@ __u64 flushed = 0;
  * followed from there. Of the words below the frame found, the one that
  * points lowest wins: a stale word (a dead local of an earlier call) may
  * point to a live frame further up, and its chain would skip the frames
- * below it (the suspected cause of a JS function blocked in Atomics.wait
- * lost twice in a day's test runs). A heuristic: a wrong guess gives a short or odd chain,
- * never a fault. Returns the chain's key in chains, or 0, and
- * the frame pointer it starts from in *found (0: none).
+ * below it. A heuristic: a wrong guess gives a short or odd chain, never a
+ * fault. Returns the chain's key in chains, or 0, and the frame pointer it
+ * starts from in *found (0: none).
  */
 static __always_inline __u64 recover_chain(struct task_struct *task, __u64 *found)
 {
@@ -183,18 +182,23 @@ static __always_inline bool idle_wait(long nr)
 	return nr >= 0 && (nr == nr_epoll_wait || nr == nr_epoll_pwait || nr == nr_epoll_pwait2);
 }
 
-/* counts a CPU sample of `key` (its stacks taken) */
-static __always_inline void count_sample(struct profile_key *key)
+/* counts a CPU sample of thread `tid` (current) at `ctx`, its JS frames walked into `v8_stack` */
+static __always_inline void count_sample(void *ctx, __u32 tid, __u64 v8_stack)
 {
+	struct profile_key key = {};
 	__u64 one = 1, *count;
 
-	bpf_get_current_comm(key->comm, sizeof(key->comm));
-	count = bpf_map_lookup_elem(&counts, key);
+	key.tid = tid;
+	key.user_stack = stack_id(ctx, BPF_F_USER_STACK, SCRATCH_SLOT_EVENT);
+	key.kernel_stack = stack_id(ctx, 0, SCRATCH_SLOT_EVENT);
+	key.v8_stack = v8_stack;
+	bpf_get_current_comm(key.comm, sizeof(key.comm));
+	count = bpf_map_lookup_elem(&counts, &key);
 	if (count) {
 		__sync_fetch_and_add(count, 1);
-	} else if (bpf_map_update_elem(&counts, key, &one, BPF_NOEXIST)) {
+	} else if (bpf_map_update_elem(&counts, &key, &one, BPF_NOEXIST)) {
 		/* another CPU created it first, or the table is full */
-		count = bpf_map_lookup_elem(&counts, key);
+		count = bpf_map_lookup_elem(&counts, &key);
 		if (count)
 			__sync_fetch_and_add(count, 1);
 		else
@@ -207,15 +211,10 @@ SEC("perf_event")
 int handle_sample(struct bpf_perf_event_data *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
-	struct profile_key key = {};
 
 	if (id >> 32 != target_pid)
 		return 0;
-	key.tid = (__u32)id;
-	key.user_stack = stack_id(ctx, BPF_F_USER_STACK, SCRATCH_SLOT_EVENT);
-	key.kernel_stack = stack_id(ctx, 0, SCRATCH_SLOT_EVENT);
-	key.v8_stack = v8_walk_sample(target_pid, ctx);
-	count_sample(&key);
+	count_sample(ctx, (__u32)id, v8_walk_sample(target_pid, ctx));
 	return 0;
 }
 
@@ -228,7 +227,8 @@ int handle_sample(struct bpf_perf_event_data *ctx)
  * kernel stack taken here starts in the tick's interrupt: user space cuts
  * it at the interrupt's entry.
  */
-const volatile __u64 tick_fn = 0;	/* the tick's hrtimer function (kallsyms: tick_nohz_handler, tick_sched_timer before 6.9) */
+/* the functions the tick's hrtimer may have (lib/service/tick.js TICK_FUNCTIONS, from kallsyms; unused ones 0) */
+const volatile __u64 tick_fns[3] = {};
 const volatile __u64 tick_period_ns = 10101010;	/* the period asked for: tick_every is the nearest whole number of ticks */
 const volatile bool tick_main_only = false;	/* threads 'main' */
 /*
@@ -238,7 +238,7 @@ const volatile bool tick_main_only = false;	/* threads 'main' */
  * tick's grid (at the next timer's expiry); a busy CPU's ticks are on the grid.
  */
 __u64 tick_ns = 0;
-__u64 ticks_seen = 0;	/* the tick's runs (a kernel whose tick is no hrtimer sees none) */
+__u64 ticks_seen = 0;	/* 1 once the tick ran (a kernel whose tick is no hrtimer sees none) */
 __u64 tick_every = 0;	/* ticks a sample stands for (0: not yet known) */
 
 struct tick_cpu {
@@ -257,18 +257,20 @@ struct {
 SEC("tp_btf/hrtimer_expire_entry")
 int BPF_PROG(handle_tick, struct hrtimer *timer, ktime_t *now)
 {
-	__u64 every, id, period = tick_ns;
+	__u64 every, id, fn, period = tick_ns;
 	__s64 due, d;
-	struct profile_key key = {};
 	struct tick_cpu *c;
 	__u32 zero = 0;
 
-	if ((__u64)timer->function != tick_fn)
+	fn = (__u64)timer->function;
+	if (!fn || (fn != tick_fns[0] && fn != tick_fns[1] && fn != tick_fns[2]))
 		return 0;
 	c = bpf_map_lookup_elem(&tick_cpus, &zero);
 	if (!c)
 		return 0;
-	ticks_seen++;
+	/* (written once, and tick_every when it changes: every CPU's tick writes this cache line otherwise) */
+	if (!ticks_seen)
+		ticks_seen = 1;
 	id = bpf_get_current_pid_tgid();
 	due = timer->node.expires;
 	d = due - c->last;
@@ -284,16 +286,13 @@ int BPF_PROG(handle_tick, struct hrtimer *timer, ktime_t *now)
 	every = (tick_period_ns + period / 2) / period;
 	if (!every)
 		every = 1;
-	tick_every = every;
+	if (tick_every != every)
+		tick_every = every;
 	if (++c->ticks % every)
 		return 0;
 	if (id >> 32 != target_pid || (tick_main_only && (__u32)id != target_pid))
 		return 0;
-	key.tid = (__u32)id;
-	key.user_stack = stack_id(ctx, BPF_F_USER_STACK, SCRATCH_SLOT_EVENT);
-	key.kernel_stack = stack_id(ctx, 0, SCRATCH_SLOT_EVENT);
-	key.v8_stack = v8_walk_current(target_pid, SCRATCH_SLOT_EVENT);
-	count_sample(&key);
+	count_sample(ctx, (__u32)id, v8_walk_current(target_pid, SCRATCH_SLOT_EVENT));
 	return 0;
 }
 

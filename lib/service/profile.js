@@ -236,21 +236,21 @@ class Profiler {
   #clockWhy = null; // clock 'auto' where the tick could not be used: why
 
   /**
-   * The tick's hrtimer function (lib/service/tick.js), or 0n for cpu-clock.
+   * The tick's hrtimer functions (lib/service/tick.js), or none for cpu-clock.
    * 'auto' takes the tick where it can (x86_64: its kernel stacks are cut
    * at the interrupt's entry, checked there) unless a frequency was asked
    * for (`asked`: the tick gives a whole fraction of CONFIG_HZ, cpu-clock
    * that frequency).
    */
-  #tickFunction(asked) {
+  #tickFunctions(asked) {
     const { clock } = this.#options;
-    if (clock === 'tick') return tick.tickFunction();
-    if (clock !== 'auto' || asked || process.arch !== 'x64') return 0n;
+    if (clock === 'tick') return tick.tickFunctions();
+    if (clock !== 'auto' || asked || process.arch !== 'x64') return [];
     try {
-      return tick.tickFunction();
+      return tick.tickFunctions();
     } catch (err) {
       this.#clockWhy = err.message;
-      return 0n;
+      return [];
     }
   }
 
@@ -259,8 +259,8 @@ class Profiler {
     this.#options = checkOptions(options);
     const syscalls = native.syscallNames(process.arch === 'arm64' ? 'arm64' : 'x86_64');
     this.#ids = ownIds();
-    const tickFn = this.#tickFunction(options?.frequency !== undefined);
-    this.#clock = tickFn ? 'tick' : 'cpu-clock';
+    const tickFns = this.#tickFunctions(options?.frequency !== undefined);
+    this.#clock = tickFns.length ? 'tick' : 'cpu-clock';
     const obj = loadBpfProgram(objectPath('profile'));
     try {
       obj.setGlobalVariable('target_pid', this.#ids.tgid);
@@ -272,10 +272,10 @@ class Profiler {
       obj.programs.handle_switch.autoload = this.#options.offCpu && this.#options.offCpuEvent === 'context-switches';
       obj.programs.handle_sched_switch.autoload = this.#options.offCpu && this.#options.offCpuEvent === 'sched_switch';
       // and only the CPU sampler of the clock asked for
-      obj.programs.handle_sample.autoload = !tickFn;
-      obj.programs.handle_tick.autoload = Boolean(tickFn);
-      if (tickFn) {
-        obj.setGlobalVariable('tick_fn', tickFn);
+      obj.programs.handle_sample.autoload = this.#clock !== 'tick';
+      obj.programs.handle_tick.autoload = this.#clock === 'tick';
+      if (this.#clock === 'tick') {
+        obj.setGlobalVariable('tick_fns', tickFns);
         obj.setGlobalVariable('tick_period_ns', BigInt(Math.round(1e9 / this.#options.frequency)));
         obj.setGlobalVariable('tick_main_only', this.#options.threads === 'main');
       }

@@ -15,11 +15,16 @@ const fs = require('node:fs');
 const { codedError } = require('../core/validate');
 
 /**
- * The tick's hrtimer function: tick_sched_timer until Linux 6.9, then
- * tick_nohz_handler (which, before, was the low-resolution tick's
- * clockevents handler, no hrtimer: looked for second).
+ * The names the tick's hrtimer function has had: tick_sched_timer until
+ * Linux 6.6, tick_nohz_highres_handler in 6.7 and 6.8, tick_nohz_handler
+ * from 6.9 (before that, the low-resolution tick's clockevents handler: no
+ * hrtimer's function, so never matched). All of them in kernel/time/
+ * tick-sched.c, next to one another in /proc/kallsyms.
  */
-const TICK_FUNCTIONS = ['tick_sched_timer', 'tick_nohz_handler'];
+const TICK_FUNCTIONS = ['tick_sched_timer', 'tick_nohz_highres_handler', 'tick_nohz_handler'];
+
+/** /proc/kallsyms is read this much at a time, and this much past the first tick function found. */
+const CHUNK_BYTES = 1 << 16;
 
 /** The values CONFIG_HZ takes: a measured tick is snapped to the nearest. */
 const HZ_VALUES = [100, 250, 300, 1000];
@@ -34,12 +39,15 @@ const INTERRUPT_ENTRY = /^(asm_sysvec_apic_timer_interrupt|asm_sysvec_\w+|asm_co
 const NOT_SUPPORTED = (why) => codedError('ERR_BPF_NOT_SUPPORTED', `profile({ clock: 'tick' }): ${why}; use clock 'cpu-clock' (or 'auto', the default: the tick where it can, else cpu-clock)`);
 
 /**
- * The address of the tick's hrtimer function (a BigInt), from
- * /proc/kallsyms, or throws ERR_BPF_NOT_SUPPORTED saying why: addresses
- * hidden (they need CAP_SYSLOG), a kernel whose tick is no hrtimer, or
- * CPUs whose tick stops while one task runs (nohz_full).
+ * The addresses (BigInts) of the functions in /proc/kallsyms that the
+ * tick's hrtimer may have (TICK_FUNCTIONS: the program matches any), or
+ * throws ERR_BPF_NOT_SUPPORTED saying why: addresses hidden (they need
+ * CAP_SYSLOG), none of them (a kernel whose tick is no hrtimer), or CPUs
+ * whose tick stops while one task runs (nohz_full). The file (~5 MB, ~50
+ * ms to read whole here) is read in chunks up to a little past the first
+ * one found (~10 ms).
  */
-function tickFunction({ kallsyms = '/proc/kallsyms', nohzFull = '/sys/devices/system/cpu/nohz_full' } = {}) {
+function tickFunctions({ kallsyms = '/proc/kallsyms', nohzFull = '/sys/devices/system/cpu/nohz_full' } = {}) {
   let full = '';
   try {
     full = fs.readFileSync(nohzFull, 'utf8').trim();
@@ -47,20 +55,35 @@ function tickFunction({ kallsyms = '/proc/kallsyms', nohzFull = '/sys/devices/sy
     // (no file: a kernel without NO_HZ_FULL)
   }
   if (full && full !== '(null)') throw NOT_SUPPORTED(`CPUs ${full} are nohz_full (their tick stops while one task runs: its samples would be missing)`);
-  let text;
+  let fd;
   try {
-    text = fs.readFileSync(kallsyms, 'latin1');
+    fd = fs.openSync(kallsyms, 'r');
   } catch (err) {
     throw NOT_SUPPORTED(`${kallsyms} is not readable (${err.code})`);
   }
-  for (const name of TICK_FUNCTIONS) {
-    const m = new RegExp(`^([0-9a-f]+) [tT] ${name}$`, 'm').exec(text);
-    if (!m) continue;
-    const address = BigInt(`0x${m[1]}`);
-    if (address === 0n) throw NOT_SUPPORTED(`${kallsyms} shows no addresses to this process (they need CAP_SYSLOG, or kernel.kptr_restrict 0)`);
-    return address;
+  const found = new Map(); // name -> address
+  try {
+    const chunk = Buffer.alloc(CHUNK_BYTES);
+    let rest = '';
+    let after = -1; // bytes read since the first one found
+    for (let n; after < CHUNK_BYTES && (n = fs.readSync(fd, chunk, 0, CHUNK_BYTES, null)) > 0; ) {
+      const lines = (rest + chunk.toString('latin1', 0, n)).split('\n');
+      rest = lines.pop() ?? '';
+      for (const line of lines) {
+        const [address, type, name] = line.split(' ');
+        if ((type === 't' || type === 'T') && TICK_FUNCTIONS.includes(name)) found.set(name, BigInt(`0x${address}`));
+      }
+      if (found.size) after += n;
+    }
+  } catch (err) {
+    throw NOT_SUPPORTED(`${kallsyms} could not be read (${err.code})`);
+  } finally {
+    fs.closeSync(fd);
   }
-  throw NOT_SUPPORTED(`no ${TICK_FUNCTIONS.join(' or ')} in ${kallsyms} (a kernel whose tick is no hrtimer: built without high-resolution timers?)`);
+  if (!found.size) throw NOT_SUPPORTED(`no ${TICK_FUNCTIONS.join(', ')} in ${kallsyms} (a kernel whose tick is no hrtimer: built without high-resolution timers?)`);
+  const addresses = [...found.values()];
+  if (addresses.some((a) => a === 0n)) throw NOT_SUPPORTED(`${kallsyms} shows no addresses to this process (they need CAP_SYSLOG, or kernel.kptr_restrict 0)`);
+  return addresses;
 }
 
 /**
@@ -86,4 +109,4 @@ function interrupted(kernel, names) {
   return kernel;
 }
 
-module.exports = { tickFunction, tickPeriod, interrupted, INTERRUPT_ENTRY };
+module.exports = { tickFunctions, tickPeriod, interrupted, INTERRUPT_ENTRY, TICK_FUNCTIONS };
