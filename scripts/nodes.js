@@ -82,11 +82,13 @@ function cachedNode(major, arch = os.arch()) {
 /**
  * The `node` of `major`'s newest release, downloaded into the cache if it
  * is not there yet (`arch`, as os.arch() names it: another architecture's,
- * the release this machine's cache also holds if npm has it).
+ * the release this machine's cache also holds if npm has it, else the newest
+ * both architectures' packages have; `version`: that
+ * release of the major).
  * @param {string | number} major
- * @param {{ log?: (line: string) => void, arch?: string }} [options]
+ * @param {{ log?: (line: string) => void, arch?: string, version?: string }} [options]
  */
-function nodeBinary(major, { log = () => {}, arch = os.arch() } = {}) {
+function nodeBinary(major, { log = () => {}, arch = os.arch(), version: asked = undefined } = {}) {
   const cache = cacheOf(arch);
   for (const dir of ['/var/cache/node-libbpf', cache]) {
     fs.mkdirSync(dir, { recursive: true, mode: 0o755 });
@@ -94,10 +96,14 @@ function nodeBinary(major, { log = () => {}, arch = os.arch() } = {}) {
   }
   const pkg = nodePackage(arch);
   // another architecture's: the newest release this machine's cache also holds, else the newest
-  let version;
-  if (cache !== CACHE) {
-    const released = [].concat(JSON.parse(execFileSync('npm', ['view', `${pkg}@${major}`, 'version', '--json'], { encoding: 'utf8' })));
-    version = cachedReleases(major).filter((v) => released.includes(v)).at(-1) ?? released.sort(compareVersions).at(-1);
+  let version = asked;
+  if (version) {
+    // (a given release: the twin of another architecture's)
+  } else if (cache !== CACHE) {
+    const released = [].concat(JSON.parse(execFileSync('npm', ['view', `${pkg}@${major}`, 'version', '--json'], { encoding: 'utf8' }))).sort(compareVersions);
+    const mine = [].concat(JSON.parse(execFileSync('npm', ['view', `${nodePackage()}@${major}`, 'version', '--json'], { encoding: 'utf8' })));
+    // (npm's packages of the two architectures do not always have the same newest release)
+    version = cachedReleases(major).filter((v) => released.includes(v)).at(-1) ?? released.filter((v) => mine.includes(v)).at(-1) ?? released.at(-1);
   } else {
     version = newestRelease(major, pkg);
   }
@@ -153,5 +159,23 @@ if (require.main === module) {
     console.error(`nodes: the cache ${CACHE} is root's; run as root (skipped: ${majors.join(', ')})`);
     process.exit(0);
   }
-  for (const major of majors) console.log((ifMissing && cachedNode(major, arch)) || nodeBinary(major, { arch, log: (m) => console.error(`nodes: ${m}`) }));
+  const log = (m) => console.error(`nodes: ${m}`);
+  const other = cacheOf(arch) !== CACHE;
+  // another architecture's is compared with this machine's of the same release (npm's arm64 and x64
+  // packages do not always have the same newest): cached only with that twin, which is fetched too
+  const cached = (major) => (other ? cachedReleases(major, arch).filter((v) => cachedReleases(major).includes(v)).at(-1) : cachedReleases(major).at(-1));
+  for (const major of majors) {
+    const have = ifMissing && cached(major);
+    const bin = have ? path.join(cacheOf(arch), have, 'bin', 'node') : nodeBinary(major, { arch, log });
+    const version = path.basename(path.dirname(path.dirname(bin)));
+    if (other && !cachedReleases(major).includes(version)) {
+      try {
+        nodeBinary(major, { version, log });
+      } catch (err) {
+        // (npm may lack it: the comparison then says it has no twin to compare with)
+        log(`no ${nodePackage()}@${version} to compare ${arch}'s with: ${err.message.split('\n')[0]}`);
+      }
+    }
+    console.log(bin);
+  }
 }
