@@ -218,6 +218,15 @@ function place(rnd, bytes, after = rnd.int(16)) {
   return [buf, before, before + bytes.length];
 }
 
+/** `bytes` at a random 8-byte boundary of an 8-byte-aligned Buffer, random bytes around: [buf, o, end]. */
+function placeAligned(rnd, bytes) {
+  const before = 8 * rnd.int(3);
+  const buf = Buffer.alloc(before + bytes.length + rnd.int(16));
+  randomBytes(rnd, buf.length).copy(buf);
+  bytes.copy(buf, before);
+  return [buf, before, before + bytes.length];
+}
+
 const dvOf = (b) => new DataView(b.buffer, b.byteOffset, b.length);
 /** A value for a message (a value whose prototype a `__proto__` field replaced may not print). */
 function show(v) {
@@ -281,20 +290,27 @@ test('codec fuzz: generated = interpreted, decode never throws, round trips, cod
         const bytes = randomBytes(rnd, layout.size + (rnd.chance(0.3) ? rnd.int(8) : 0));
         const [buf, o, end] = place(rnd, bytes);
         const alone = Buffer.from(bytes);
+        // the same bytes at an 8-byte boundary, decoded with the word views
+        // (as the dispatcher decodes a ring's records)
+        const [wbuf, wo, wend] = placeAligned(rnd, bytes);
+        const { u64, i64 } = codec.wordViews(wbuf);
         let a;
         let b;
         let c;
+        let w;
         try {
           a = gen(buf, o, end, dvOf(buf));
           b = int(buf, o, end, dvOf(buf));
           c = gen(alone, 0, alone.length, dvOf(alone));
+          w = gen(wbuf, wo, wend, dvOf(wbuf), u64, i64);
         } catch (e) {
           fail(id, `decoding ${JSON.stringify(options)} threw`, layout, `bytes ${bytes.toString('hex')}: ${show(e)}`);
           continue;
         }
-        counts.decodes += 3;
+        counts.decodes += 4;
         if (!same(a, b)) fail(id, `generated != interpreted ${JSON.stringify(options)}`, layout, `bytes ${bytes.toString('hex')}\n  generated   ${show(a)}\n  interpreted ${show(b)}`);
         if (!same(a, c)) fail(id, `the value depends on bytes outside it ${JSON.stringify(options)}`, layout, `bytes ${bytes.toString('hex')}\n  in a bigger buffer ${show(a)}\n  alone ${show(c)}`);
+        if (!same(w, b)) fail(id, `decoded with the word views != interpreted ${JSON.stringify(options)}`, layout, `bytes ${bytes.toString('hex')}\n  words       ${show(w)}\n  interpreted ${show(b)}`);
       }
     }
 

@@ -11,6 +11,9 @@
 //   ring-raw          BPF_RB_NO_WAKEUP; the callback gets Buffers
 //   ring-batch        BPF_RB_NO_WAKEUP; { batch: true }: one call per batch (data, ends); a build
 //                     without that option exits with "no batch API"
+//   ring-batch-count  as ring-batch, a callback that only counts the batch's records (reads the
+//                     first record's ts): what the library itself costs per record; no bitmap,
+//                     so missing = N - received
 //   perf-typed        perf buffer with the library's defaults (256 pages, 1 MiB per CPU; wakeup at a quarter)
 //   perf-typed-64     perf buffer, pageCount 64 (256 KiB per CPU, the default before the batch API)
 //   perf-typed-wake1  perf buffer as the C consumer: 64 pages, woken for every record (wakeupBytes 1)
@@ -41,7 +44,7 @@ const bpf = require(process.env.BENCH_LIB || '..');
 const [mode, objPath, pidArg, nArg] = process.argv.slice(2);
 const pid = Number(pidArg);
 const N = Number(nArg);
-const MODES = ['ring-typed', 'ring-typed-wakeup', 'ring-raw', 'ring-batch', 'perf-typed', 'perf-typed-64', 'perf-typed-wake1', 'backpressure'];
+const MODES = ['ring-typed', 'ring-typed-wakeup', 'ring-raw', 'ring-batch', 'ring-batch-count', 'perf-typed', 'perf-typed-64', 'perf-typed-wake1', 'backpressure'];
 if (!MODES.includes(mode) || !objPath || !(pid > 0) || !(N > 0)) {
   console.error(`usage: node node_consumer.js ${MODES.join('|')} OBJ PID N`);
   process.exit(2);
@@ -124,6 +127,14 @@ switch (mode) {
         count(dv.getUint32(start + 16, true) + dv.getUint32(start + 20, true) * 4294967296, received === 0 ? dv.getBigUint64(start + 8, true) : 0n);
         start = ends[i];
       }
+    }, { batch: true });
+    break;
+  case 'ring-batch-count':
+    buffer = obj.getMap('events').openRingBuffer((data, ends) => {
+      if (received === 0) firstTs = data.readBigUInt64LE(8);
+      received += ends.length;
+      unique = received;
+      stamp();
     }, { batch: true });
     break;
   case 'perf-typed':

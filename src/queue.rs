@@ -325,7 +325,7 @@ impl Sink {
           }
           return false;
         }
-        data[bytes..bytes + record.len()].copy_from_slice(record);
+        copy_record(&mut data[bytes..bytes + record.len()], record);
         bytes += record.len();
         ends[n] = bytes as u32;
         n += 1;
@@ -374,6 +374,33 @@ impl Sink {
       .flat_map(|(cpu, n)| [cpu as f64, std::mem::take(n) as f64])
       .collect();
     (!pairs.is_empty()).then_some(pairs)
+  }
+}
+
+/// Copies a record out of the ring (`dst` and `src` of one length). One of
+/// up to 64 bytes is copied with two to four unaligned 16-byte moves that
+/// may overlap, not by a call into libc's memmove for each (the bench's
+/// 24-byte records: the call was a third of the JS thread's time in the
+/// ring's read).
+#[inline(always)]
+fn copy_record(dst: &mut [u8], src: &[u8]) {
+  let n = src.len();
+  if !(16..=64).contains(&n) || dst.len() != n {
+    dst.copy_from_slice(src);
+    return;
+  }
+  let (s, d) = (src.as_ptr(), dst.as_mut_ptr());
+  // SAFETY: every move is of 16 bytes at an offset from 0 to n - 16 of
+  // `src` and `dst`, both n bytes long (16 <= n <= 64). They cover all n
+  // bytes: 0..16 and n-16..n, and for n > 32 also 16..32 and n-32..n-16.
+  unsafe {
+    let mv = |at: usize| std::ptr::write_unaligned(d.add(at).cast::<u128>(), std::ptr::read_unaligned(s.add(at).cast::<u128>()));
+    mv(0);
+    mv(n - 16);
+    if n > 32 {
+      mv(16);
+      mv(n - 32);
+    }
   }
 }
 
@@ -558,6 +585,17 @@ mod tests {
     assert!(fills > 1000 / 16, "{fills} fills");
     assert_eq!(sink.queued_bytes.load(Ordering::Acquire), 0);
     assert!(!sink.has_records());
+  }
+
+  #[test]
+  fn records_of_every_length_are_copied_exactly() {
+    for n in 0..=80usize {
+      let src: Vec<u8> = (0..n).map(|i| i as u8 ^ 0xa5).collect();
+      let mut dst = vec![0u8; n + 2];
+      copy_record(&mut dst[1..=n], &src);
+      assert_eq!(&dst[1..=n], &src[..], "{n} bytes");
+      assert_eq!((dst[0], dst[n + 1]), (0, 0), "{n} bytes: nothing written around them");
+    }
   }
 
   #[test]

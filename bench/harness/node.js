@@ -17,6 +17,7 @@ const ROWS = [
   ['node-ring-typed-wakeup', 'ring-typed-wakeup', 'node-libbpf ring → objects ({ type }), default wakeups'],
   ['node-ring-raw', 'ring-raw', 'node-libbpf ring → Buffers (raw), BPF_RB_NO_WAKEUP'],
   ['node-ring-batch', 'ring-batch', 'node-libbpf ring → batches (data, ends), BPF_RB_NO_WAKEUP'],
+  ['node-ring-batch-count', 'ring-batch-count', 'node-libbpf ring → batches, a callback that only counts them (the library\'s own cost)'],
   ['node-perf', 'perf-typed', 'node-libbpf perf → objects, defaults (1 MiB per CPU, wakeup at 1/4)'],
   ['node-perf-64', 'perf-typed-64', 'node-libbpf perf → objects, pageCount 64 (the old default), other defaults'],
   ['node-perf-wake1', 'perf-typed-wake1', 'node-libbpf perf → objects, wakeupBytes 1 (as C perf)'],

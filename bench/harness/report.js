@@ -13,6 +13,14 @@ const CPU_TARGETS = [
   ['ring-batch', 30, 'batches'],
 ];
 
+// consumer CPU per record as a multiple of C no-wakeup's the node-libbpf
+// rows must reach (issue 28), over the whole run
+/** @type {[mode: string, times: number, what: string][]} */
+const RATIO_TARGETS = [
+  ['ring-typed', 5, 'typed (decoded objects)'],
+  ['ring-batch', 2, 'batches'],
+];
+
 /**
  * Each consumer's row: the median run by delivered events/s ({ c, r,
  * slowdown, runs }), or why there is none ({ c, na } not available, { c,
@@ -115,6 +123,12 @@ function compose({ opts, tools, consumers, results, errors, untracedNs, pinned, 
       const c = ref ? `; C no-wakeup: ${fmtNs(ns(ref))} ns, warm ${fmtNs(warm(ref))} ns` : '';
       cpuTargets.push(`- ${ns(x) <= limit ? 'met' : '**not met**'}: ${x.c.id}, ${what}: ${fmtNs(ns(x))} ns of consumer CPU per record over the whole run (≤ ${limit} ns; median of ${x.runs.length} runs: ${x.runs.map((r) => fmtNs(nsPerRecord(r))).join(', ')}), warm ${fmtNs(warm(x))} ns${c}`);
     }
+    for (const [mode, times, what] of ref ? RATIO_TARGETS : []) {
+      const x = row(`${prefix}-${mode}`);
+      if (!x) continue;
+      const ratio = ns(x) / ns(ref);
+      cpuTargets.push(`- ${ratio <= times ? 'met' : '**not met**'}: ${x.c.id}, ${what}: ${ratio.toFixed(1)}x C no-wakeup's consumer CPU per record over the whole run (≤ ${times}x; ${fmtNs(ns(x))} against ${fmtNs(ns(ref))} ns), warm ${(warm(x) / warm(ref)).toFixed(1)}x (${fmtNs(warm(x))} against ${fmtNs(warm(ref))} ns)`);
+    }
   }
 
   const date = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
@@ -129,7 +143,7 @@ function compose({ opts, tools, consumers, results, errors, untracedNs, pinned, 
     table(rows, ref).join('\n'),
     notes.join('\n'),
     `Targets (issue 4):\n\n${targets.join('\n')}`,
-    ...(cpuTargets.length ? [`Targets (consumer CPU per record):\n\n${cpuTargets.join('\n')}`] : []),
+    ...(cpuTargets.length ? [`Targets (consumer CPU per record: issue 4's in ns, issue 28's against C):\n\n${cpuTargets.join('\n')}`] : []),
     appendix,
   ];
   return `${sections.filter(Boolean).join('\n\n')}\n`;

@@ -130,8 +130,9 @@ function turnBudget() {
  * @param {object} o
  * @param {Function} o.callback `(record)`, `(cpu, record)` for perf buffers
  * @param {boolean} o.perCpu whether records carry a CPU (perf buffers)
- * @param {((data: Buffer, from: number, end: number, dv: DataView) => any) & { size: number } | null} o.decode
- *   a codec decoder (`size`: of the type), or null for raw Buffers
+ * @param {((data: Buffer, from: number, end: number, dv: DataView, u64?: BigUint64Array, i64?: BigInt64Array) => any) & { size: number } | null} o.decode
+ *   a codec decoder (`size`: of the type; `u64`, `i64`: codec.wordViews),
+ *   or null for raw Buffers
  * @param {string} [o.typeName] the decoded type, for messages
  * @param {Function} [o.lost] `(count)`, `(cpu, count)` for perf buffers
  * @param {Function} [o.onError] gets an ERR_BPF_SHORT_RECORD Error per short record
@@ -151,9 +152,13 @@ function dispatcher({ callback, perCpu, decode, typeName, lost, onError, batch, 
   let dv = null; // one view: DataView reads are inlined by V8, Buffer's read*LE methods are not
   let ends = null;
   let cpus;
+  // the 64-bit words of `data`, for the decoder (codec.wordViews)
+  let u64;
+  let i64;
   const allocate = (bytes) => {
     data = Buffer.allocUnsafeSlow(bytes);
     dv = new DataView(data.buffer, data.byteOffset, data.length);
+    if (decode !== null) ({ u64, i64 } = require('./codec').wordViews(data));
     slots = [];
     if (ends === null) {
       ends = new Uint32Array(MAX_RECORDS);
@@ -279,7 +284,8 @@ function dispatcher({ callback, perCpu, decode, typeName, lost, onError, batch, 
         from = end;
         continue;
       } else {
-        record = decode(data, from, end, dv);
+        // the words only for a record at an 8-byte boundary (as a ring's are)
+        record = decode(data, from, end, dv, (from & 7) === 0 ? u64 : undefined, i64);
       }
       from = end;
       state.received++;
