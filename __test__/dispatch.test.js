@@ -108,6 +108,41 @@ test('raw records of mixed lengths are delivered byte for byte, each a Buffer', 
   got.forEach((r, i) => assert.ok(r.equals(records[i]), `record ${i} (${lengths[i]} bytes)`));
 });
 
+test('typed records read their 64-bit fields exactly, at 8-byte boundaries of the buffer (the word views) and off them', () => {
+  const codec = require('../lib/core/codec');
+  // struct { u64 a; s64 b; u32 c; u8 tail[]; }: 24 bytes, then 0-7 bytes of tail
+  const layout = {
+    kind: 'struct',
+    name: 'rec',
+    size: 24,
+    fields: [
+      { name: 'a', offset: 0, type: { kind: 'int', size: 8, signed: false } },
+      { name: 'b', offset: 8, type: { kind: 'int', size: 8, signed: true } },
+      { name: 'c', offset: 16, type: { kind: 'int', size: 4, signed: false } },
+      { name: 'tail', offset: 24, type: { kind: 'flex', size: 0, elem: { kind: 'int', size: 1, signed: false } } },
+    ],
+  };
+  const decode = codec.decoder(layout);
+  const want = [];
+  const records = [];
+  for (let i = 0; i < 200; i++) {
+    const r = Buffer.alloc(24 + (i % 8), 0xee);
+    const a = 0xfedcba9876543210n + BigInt(i);
+    const b = -1234567890123n * BigInt(i + 1);
+    r.writeBigUInt64LE(a, 0);
+    r.writeBigInt64LE(b, 8);
+    r.writeUInt32LE(i, 16);
+    records.push(r);
+    want.push({ a, b, c: i, tail: r.subarray(24) });
+  }
+  const got = [];
+  const dispatch = dispatcher({ callback: (e) => got.push(e), perCpu: false, decode, state: stateOf(), flow: flowOf(records) });
+  dispatch(null);
+  assert.strictEqual(got.length, 200);
+  // records of 24 + (i % 8) bytes one after another: most start off an 8-byte boundary
+  got.forEach((e, i) => assert.deepStrictEqual({ ...e, tail: Buffer.from(e.tail) }, want[i], `record ${i}`));
+});
+
 test('batch mode: one call per fill with the bytes, the end offsets and (perf) the CPUs', () => {
   const flow = flowOf(Array.from({ length: 10 }, (_, i) => record(i, 8 + i)), 1);
   const calls = [];
