@@ -11,18 +11,13 @@ const fs = require('node:fs');
 const path = require('node:path');
 const { spawnSync, spawn } = require('node:child_process');
 const { bpfArch } = require('./objects');
+const { codedError } = require('./validate');
 
 const INCLUDE = path.join(__dirname, '..', '..', 'include');
 
 /** The oldest clang that compiles our headers (CO-RE relocations, BTF type and enum checks). */
 const MIN_CLANG = 11;
 const INSTALL_CLANG = `install clang ${MIN_CLANG} or newer (Debian/Ubuntu: apt-get install clang; Fedora/RHEL: dnf install clang; Alpine: apk add clang), or name one with --clang PATH`;
-
-function codedError(code, message) {
-  const err = /** @type {NodeJS.ErrnoException} */ (new Error(message));
-  err.code = code;
-  return err;
-}
 
 /** `{ major, text }` of a clang, or a coded error naming the install command. */
 function clangVersion(clang) {

@@ -10,6 +10,7 @@
 const codec = require('./codec');
 const { EventBuffer } = require('./buffer');
 const validate = require('./validate');
+const { codedError } = validate;
 const native = require('./native');
 
 let cpus;
@@ -18,12 +19,6 @@ let cpus;
 function possibleCpus() {
   if (cpus === undefined) cpus = native.possibleCpus();
   return cpus;
-}
-
-function codedError(code, message) {
-  const err = /** @type {NodeJS.ErrnoException} */ (new Error(message));
-  err.code = code;
-  return err;
 }
 
 /** Splits `bytes` into pieces of `size` bytes (copies: a kept piece does not pin the rest). */

@@ -6,17 +6,12 @@
  */
 const fs = require('node:fs');
 const path = require('node:path');
+const { codedError } = require('./validate');
 
 const ROOT = path.join(__dirname, '..', '..');
 
 /** libbpf-tools' architecture names, by Node's `process.arch`. */
 const BPF_ARCH = { x64: 'x86', arm64: 'arm64' };
-
-function codedError(code, message) {
-  const err = /** @type {NodeJS.ErrnoException} */ (new Error(message));
-  err.code = code;
-  return err;
-}
 
 /**
  * The BPF architecture name (`x86`, `arm64`) of `arch` (a Node arch or a BPF one; default: this process's).

@@ -31,6 +31,7 @@
 const fs = require('fs');
 const path = require('path');
 const { namespacePid } = require('../host/procfs');
+const { codedError } = require('../core/validate');
 
 const MAGIC = 0x4a695444; // 'JiTD', as a little-endian u32
 const HEADER_MIN = 40;
@@ -47,12 +48,6 @@ const GARBAGE = /[\x00-\x1f\x7f\ufffd]/; // in a file name: bytes V8 wrote from 
 /** The flag that makes Maglev code name its inlined functions: Maglev does not inline. */
 const MAGLEV_FLAG = '--no-maglev-inlining';
 const INLINED_MARK = `[holds inlined code: run node with ${MAGLEV_FLAG} to name it]`;
-
-function codedError(code, message) {
-  const err = /** @type {NodeJS.ErrnoException} */ (new Error(message));
-  err.code = code;
-  return err;
-}
 
 /**
  * A V8 code object's name: `JS:*'hotLoop /app/x.js:3:18` is `{ tier: '*',

@@ -22,15 +22,10 @@ const fs = require('node:fs');
 const native = require('../core/native');
 const { V8Names, interpreterAddresses } = require('./v8_names');
 const { heapLayout } = require('./v8_heap');
+const { codedError } = require('../core/validate');
 
 const FRAME_WORDS = 4; // struct v8_frame: pc, sfi, code, slot
 const MAX_PROCESSES = 256; // processes named at once (each keeps its /proc/PID/mem open)
-
-function codedError(code, message) {
-  const err = /** @type {NodeJS.ErrnoException} */ (new Error(message));
-  err.code = code;
-  return err;
-}
 
 // ---- the provisional layout reader (until the addon's V8Symbolizer) ----
 

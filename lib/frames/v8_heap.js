@@ -16,6 +16,7 @@
  * not in the table names no frame: `layout.unknown` says so.
  */
 const fs = require('node:fs');
+const { codedError } = require('../core/validate');
 
 const PAGE = 4096;
 const MAX_READ = 1 << 20; // one read: 1 MiB at most
@@ -27,12 +28,6 @@ const MAX_LINES = 1 << 20; // line ends of a script
 const MAX_TABLE = 1 << 20; // bytes of a source position table
 const MAX_INLINED = 256; // inlined functions of one Code
 const MAX_CODE_SCAN = 256 << 10; // bytes scanned below a pc for its code's start
-
-function codedError(code, message) {
-  const err = /** @type {NodeJS.ErrnoException} */ (new Error(message));
-  err.code = code;
-  return err;
-}
 
 /** The bytes of a process's memory, read through /proc/PID/mem, a page cache in front. */
 class Memory {

@@ -20,15 +20,10 @@
 const fs = require('node:fs');
 const { loadBpfProgram } = require('../core/object');
 const { objectPath } = require('../core/objects');
+const { codedError } = require('../core/validate');
 
 /** The inode of the initial pid namespace (PROC_PID_INIT_INO, include/linux/proc_ns.h). */
 const INIT_PID_NS = 0xeffffffc;
-
-function codedError(code, message) {
-  const err = /** @type {NodeJS.ErrnoException} */ (new Error(message));
-  err.code = code;
-  return err;
-}
 
 let initial; // whether this process is in the initial pid namespace (it cannot move)
 /** Whether this process's pid namespace is the initial one (the host's): its pids are the kernel's. */

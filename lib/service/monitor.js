@@ -29,6 +29,7 @@ const native = require('../core/native');
 const { loadBpfProgram } = require('../core/object');
 const { objectPath } = require('../core/objects');
 const validate = require('../core/validate');
+const { codedError } = validate;
 const { findFunctions, socketInodes } = require('../host/procfs');
 const { PHASES, choosePhasePrograms, attachPhases } = require('../host/event_loop');
 const { chooseThreadStorage } = require('../core/compat');
@@ -62,12 +63,6 @@ const TABLES = [
   { table: 'listeningPorts', part: 'tcpRetransmits', counter: 'own_ports_overflows', map: 'own_ports' },
 ];
 const TCP_LISTEN = 10;
-
-function codedError(code, message) {
-  const err = /** @type {NodeJS.ErrnoException} */ (new Error(message));
-  err.code = code;
-  return err;
-}
 
 /** The u64 at word `i` of `words` (a Uint32Array over little-endian u64s), as a number. */
 const u64 = (words, i) => words[2 * i] + words[2 * i + 1] * 4294967296;

@@ -35,6 +35,7 @@ const { isMainThread } = require('node:worker_threads');
 const native = require('../core/native');
 const { loadBpfProgram } = require('../core/object');
 const { objectPath } = require('../core/objects');
+const { codedError } = require('../core/validate');
 const stacks = require('../frames/stacks');
 const pprof = require('./pprof');
 const tick = require('./tick');
@@ -50,12 +51,6 @@ const NO_KALLSYMS = '[kernel: names need CAP_SYSLOG or kernel.perf_event_paranoi
 const BROKEN_CHAIN = '[not code: the frame chain broke (a library without frame pointers)]';
 const NO_PERF_MAP = '[JIT code: run node with --perf-basic-prof]';
 const KIND_NAMES = ['cpu', 'offCpu'];
-
-function codedError(code, message) {
-  const err = /** @type {NodeJS.ErrnoException} */ (new Error(message));
-  err.code = code;
-  return err;
-}
 
 /**
  * This process's ids as the kernel sees them (`{ tgid, tids }`: `tids` a
