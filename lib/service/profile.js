@@ -51,6 +51,8 @@ const NO_KALLSYMS = '[kernel: names need CAP_SYSLOG or kernel.perf_event_paranoi
 const BROKEN_CHAIN = '[not code: the frame chain broke (a library without frame pointers)]';
 const NO_PERF_MAP = '[JIT code: run node with --perf-basic-prof]';
 const KIND_NAMES = ['cpu', 'offCpu'];
+/** Where clock 'auto' takes the kernel's tick: the architectures whose interrupt entry lib/service/tick.js cuts, checked by a run. */
+const TICK_ARCHES = ['x64', 'arm64'];
 
 /**
  * This process's ids as the kernel sees them (`{ tgid, tids }`: `tids` a
@@ -232,15 +234,16 @@ class Profiler {
 
   /**
    * The tick's hrtimer functions (lib/service/tick.js), or none for cpu-clock.
-   * 'auto' takes the tick where it can (x86_64: its kernel stacks are cut
-   * at the interrupt's entry, checked there) unless a frequency was asked
+   * 'auto' takes the tick where it can (x86_64 and arm64, where its kernel
+   * stacks are cut at the interrupt's entry: __test__/tick.test.js, on the
+   * host and in the arm64 row of test:kernels) unless a frequency was asked
    * for (`asked`: the tick gives a whole fraction of CONFIG_HZ, cpu-clock
    * that frequency).
    */
   #tickFunctions(asked) {
     const { clock } = this.#options;
     if (clock === 'tick') return tick.tickFunctions();
-    if (clock !== 'auto' || asked || process.arch !== 'x64') return [];
+    if (clock !== 'auto' || asked || !TICK_ARCHES.includes(process.arch)) return [];
     try {
       return tick.tickFunctions();
     } catch (err) {

@@ -21,7 +21,7 @@ const { fetchArm64Kernel, fetchArm64Userland, ARM64_DIR } = require('./debian-ar
 const { pack, hashOf } = require('./initramfs');
 
 /** The test files of the arm64 row (TEST_FILES_ARM64 narrows them, as TEST_FILES does for the others). */
-const ARM64_TEST_FILES = ['tracepoint.test.js', 'buffers.test.js', 'maps.test.js', 'globals.test.js', 'uprobe.test.js'];
+const ARM64_TEST_FILES = ['tracepoint.test.js', 'buffers.test.js', 'maps.test.js', 'globals.test.js', 'uprobe.test.js', 'tick.test.js'];
 
 /** The addon napi-rs's loader (binding.js) looks for first on linux arm64 glibc. */
 const ADDON = 'node-libbpf.linux-arm64-gnu.node';
