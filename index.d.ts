@@ -494,7 +494,7 @@ export declare function monitor(options?: MonitorOptions): Monitor
 
 /** Options of `bpf.profile()`. */
 export interface ProfileOptions {
-  /** CPU samples per second per CPU, an integer from 1 to 1000 (default 99; the kernel's tick, the default clock on x86_64, gives the nearest CONFIG_HZ / N; given, it takes cpu-clock at exactly this rate). */
+  /** CPU samples per second per CPU, an integer from 1 to 1000 (default 99; the kernel's tick, the default clock on x86_64 and arm64, gives the nearest CONFIG_HZ / N; given, it takes cpu-clock at exactly this rate). */
   frequency?: number
   /** Whether windows also record the main thread's off-CPU stacks (default true). */
   offCpu?: boolean
@@ -504,7 +504,7 @@ export interface ProfileOptions {
   idle?: boolean
   /** The threads CPU samples are taken of: 'all' (default: a cpu-clock event on every CPU, filtered to this process) or 'main' (one event that follows the main thread: no timer on the CPUs it is not on). */
   threads?: 'all' | 'main'
-  /** What takes the CPU samples: 'auto' (default: 'tick' on x86_64 where it can, unless `frequency` is given; else 'cpu-clock'; the window's notes say which), 'cpu-clock' (a perf event's timer, at `frequency` exactly) or 'tick' (the kernel's own tick, every Nth: CONFIG_HZ / N nearest `frequency`, 83.3 Hz for 99 at HZ=250; no timer interrupt of the profiler's own, whose cost on a VM is most of a sample's; needs /proc/kallsyms's addresses and no nohz_full CPUs, else ERR_BPF_NOT_SUPPORTED). */
+  /** What takes the CPU samples: 'auto' (default: 'tick' on x86_64 and arm64 where it can, unless `frequency` is given; else 'cpu-clock'; the window's notes say which), 'cpu-clock' (a perf event's timer, at `frequency` exactly) or 'tick' (the kernel's own tick, every Nth: CONFIG_HZ / N nearest `frequency`, 83.3 Hz for 99 at HZ=250; no timer interrupt of the profiler's own, whose cost on a VM is most of a sample's; needs /proc/kallsyms's addresses and no nohz_full CPUs, else ERR_BPF_NOT_SUPPORTED). */
   clock?: 'auto' | 'cpu-clock' | 'tick'
   /** Whether the main thread's preempted intervals (runnable, waiting for a CPU) are recorded by stack (default false: a stack walk at every preemption; only their count and time, in the window's `preempted` and its notes). */
   preempted?: boolean

@@ -9,7 +9,8 @@
 //
 // A subset of the suite runs there (ARM64_TEST_FILES): loading objects,
 // tracepoints with exact counts, ring and perf buffers, typed maps and
-// globals, uprobes and USDT. Debian's node is 18, whose test runner has no
+// globals, uprobes and USDT, the profile's samples at the kernel's tick.
+// Debian's node is 18, whose test runner has no
 // --test-concurrency, --test-force-exit or --test-timeout: /init
 // (init-arm64.sh) runs one file at a time under `timeout`, and sums the
 // counts. Without an arm64 addon the VM still boots and runs a smoke test
