@@ -29,6 +29,8 @@ const FILES = [
   'monitor.test.js', 'monitor_prometheus.test.js',
   // tools
   'node_syscalls.test.js', 'trace_event_loop.test.js', 'stackcount.test.js',
+  // the profile's samples at the kernel's tick, JS frames named by each node's own V8
+  'tick.test.js',
 ];
 
 const { values } = parseArgs({
