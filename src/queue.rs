@@ -380,7 +380,7 @@ impl Sink {
 /// Copies a record out of the ring (`dst` and `src` of one length). One of
 /// up to 64 bytes is copied with two to four unaligned 16-byte moves that
 /// may overlap, not by a call into libc's memmove for each (the bench's
-/// 24-byte records: the call was a third of the JS thread's time in the
+/// 24-byte records: the call was a quarter of the JS thread's time in the
 /// ring's read).
 #[inline(always)]
 fn copy_record(dst: &mut [u8], src: &[u8]) {
