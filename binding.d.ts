@@ -299,8 +299,16 @@ export declare class ObjectHandle {
  */
 export declare class Symbolizer {
   constructor()
-  /** Names of kernel addresses (from /proc/kallsyms). */
+  /**
+   * Names of kernel addresses (from /proc/kallsyms, read at the first
+   * call unless `preloadKernel()` has read it).
+   */
   kernel(addresses: Array<bigint>): Array<Frame>
+  /**
+   * Reads /proc/kallsyms on a thread of its own, for the `kernel()` calls
+   * to come (a profile's first pull): returns at once.
+   */
+  preloadKernel(): void
   /**
    * Names of user-space addresses of process `pid`: ELF symbols of its
    * binaries and libraries, and JIT frames from /tmp/perf-<pid>.map

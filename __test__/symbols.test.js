@@ -26,6 +26,12 @@ test('a Symbolizer names kernel addresses and this process\'s addresses', () => 
   const line = fs.readFileSync('/proc/kallsyms', 'utf8').split('\n').find((l) => / [tT] do_sys_openat2$/.test(l));
   const [frame] = sym.kernel([BigInt(`0x${line.split(' ')[0]}`) + 4n]);
   assert.deepStrictEqual([frame.name, frame.offset], ['do_sys_openat2', 4]);
+  // read ahead on a thread of the addon's (twice: once), the same names; below every symbol, none
+  const ahead = new bpf.Symbolizer();
+  ahead.preloadKernel();
+  ahead.preloadKernel();
+  const [again, below] = ahead.kernel([BigInt(`0x${line.split(' ')[0]}`) + 4n, 4096n]);
+  assert.deepStrictEqual([again.name, again.offset, below.name], ['do_sys_openat2', 4, undefined]);
   const poll = bpf.elfSymbols(process.execPath).find((s) => s.name === 'uv__io_poll');
   const [own, unknown] = sym.process(process.pid, [poll.address + 10n, 8n]);
   assert.deepStrictEqual([own.name, own.offset, own.module], ['uv__io_poll', 10, process.execPath]);

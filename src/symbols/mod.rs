@@ -10,10 +10,12 @@
 //! - `flame_graph`: `flameGraph` (inferno)
 //! - `files`: bounded reads of files a traced process controls
 //! - `perf_map`: the perf map of a process (JIT frames)
+//! - `kallsyms`: kernel addresses to names, read ahead on a thread of its own
 
 mod dwarf;
 mod elf;
 mod files;
 mod flame_graph;
+mod kallsyms;
 mod perf_map;
 mod symbolizer;

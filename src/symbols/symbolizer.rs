@@ -1,6 +1,7 @@
-//! `Symbolizer`: addresses to function names with blazesym (kernel frames
-//! from /proc/kallsyms, native frames from ELF, JavaScript frames from the
-//! perf map that `node --perf-basic-prof` writes).
+//! `Symbolizer`: addresses to function names (kernel frames from
+//! /proc/kallsyms, kallsyms.rs; native frames from ELF with blazesym;
+//! JavaScript frames from the perf map that `node --perf-basic-prof`
+//! writes).
 //!
 //! A process's addresses are not handed to blazesym's process source,
 //! which mmaps the target's files where they lie (a file truncated by the
@@ -23,12 +24,13 @@ use std::{
   path::{Path, PathBuf},
 };
 
-use blazesym::symbolize::{self, source, Input, Sym, Symbolized, Symbolizer as BlazeSymbolizer};
+use blazesym::symbolize::{source, Input, Sym, Symbolized, Symbolizer as BlazeSymbolizer};
 use napi::bindgen_prelude::BigInt;
 use napi_derive::napi;
 
 use super::{
   files::{self, FileId, Links, MAX_ELF_SIZE},
+  kallsyms::KallsymsCell,
   perf_map::{self, PerfMap, Place},
 };
 use crate::error::{guard, BpfError, BpfResult, Code, Result};
@@ -65,6 +67,8 @@ pub struct Symbolizer {
   copied: Cell<u64>,
   /// Each process's perf map, parsed, by pid.
   perf_maps: RefCell<HashMap<u32, PerfMap>>,
+  /// /proc/kallsyms, read once (perhaps ahead, by `preloadKernel`).
+  kallsyms: KallsymsCell,
 }
 
 /// A frame without a symbol.
@@ -80,16 +84,6 @@ fn frame(sym: Sym<'_>, module: Option<String>) -> Frame {
     file: sym.code_info.as_ref().map(|c| c.to_path().to_string_lossy().into_owned()),
     line: sym.code_info.as_ref().and_then(|c| c.line),
   }
-}
-
-fn frames(results: Vec<Symbolized<'_>>) -> Vec<Frame> {
-  results
-    .into_iter()
-    .map(|s| match s {
-      Symbolized::Sym(sym) => frame(sym, None),
-      Symbolized::Unknown(_) => unknown(),
-    })
-    .collect()
 }
 
 fn addresses(addrs: &[BigInt]) -> Vec<u64> {
@@ -179,20 +173,38 @@ impl Symbolizer {
         copies: RefCell::new(HashMap::new()),
         copied: Cell::new(0),
         perf_maps: RefCell::new(HashMap::new()),
+        kallsyms: KallsymsCell::default(),
       })
     })
   }
 
-  /// Names of kernel addresses (from /proc/kallsyms).
+  /// Names of kernel addresses (from /proc/kallsyms, read at the first
+  /// call unless `preloadKernel()` has read it).
   #[napi]
   pub fn kernel(&self, addresses_: Vec<BigInt>) -> Result<Vec<Frame>> {
     guard(|| {
-      let src = symbolize::source::Source::Kernel(source::Kernel { debug_syms: false, ..Default::default() });
-      let found = self
-        .inner
-        .symbolize(&src, Input::AbsAddr(&addresses(&addresses_)))
-        .map_err(|e| BpfError::new(Code::Attach, format!("symbolizing kernel addresses: {e}")))?;
-      Ok(frames(found))
+      let table = self.kallsyms.get();
+      Ok(
+        addresses(&addresses_)
+          .into_iter()
+          .map(|a| match table.find(a) {
+            Some((name, offset)) => {
+              Frame { name: Some(name.to_string()), module: None, offset: offset as u32, file: None, line: None }
+            }
+            None => unknown(),
+          })
+          .collect(),
+      )
+    })
+  }
+
+  /// Reads /proc/kallsyms on a thread of its own, for the `kernel()` calls
+  /// to come (a profile's first pull): returns at once.
+  #[napi(js_name = "preloadKernel")]
+  pub fn preload_kernel(&self) -> Result<()> {
+    guard(|| {
+      self.kallsyms.preload();
+      Ok(())
     })
   }
 
