@@ -5,11 +5,17 @@
 //! lines as it is read, ~45 ms on the 2-vCPU VM, which a profile's first
 //! pull spent on the JS thread.
 //!
-//! Among symbols at one address (aliases), a function's name (type t or T)
-//! wins, then the first in the file. Without CAP_SYSLOG the addresses read
-//! as zeros: no symbol is kept, and every address is unknown.
+//! Only kernel addresses (the upper half of the address space, on x86_64
+//! and arm64) are kept: per-CPU variables are listed at their small offsets
+//! in the per-CPU area (`0000000000001000 A cpu_debug_store`, 5.10 and 6.1),
+//! and without CAP_SYSLOG every address reads as zero, so that then every
+//! address is unknown. Among symbols at one address (aliases), a function's
+//! name (type t or T) wins, then the first in the file.
 
 use std::sync::{Arc, OnceLock};
+
+/// Where the kernel's addresses start (x86_64 and arm64 alike).
+const KERNEL_HALF: u64 = 1 << 63;
 
 /// /proc/kallsyms, parsed: starts sorted, file order among equal starts.
 pub(super) struct Kallsyms {
@@ -22,7 +28,7 @@ impl Kallsyms {
     Self::parse(&std::fs::read("/proc/kallsyms").unwrap_or_default())
   }
 
-  /// `ADDRESS TYPE NAME[\t[MODULE]]` lines; malformed ones and address 0 skipped.
+  /// `ADDRESS TYPE NAME[\t[MODULE]]` lines; malformed ones and addresses below the kernel's half skipped.
   fn parse(text: &[u8]) -> Self {
     let mut symbols: Vec<(u64, bool, Box<str>)> = text
       .split(|&b| b == b'\n')
@@ -31,7 +37,7 @@ impl Kallsyms {
         let address = u64::from_str_radix(std::str::from_utf8(fields.next()?).ok()?, 16).ok()?;
         let kind = fields.next()?;
         let name = fields.next()?.split(|&b| b == b'\t').next()?;
-        if address == 0 || name.is_empty() {
+        if address < KERNEL_HALF || name.is_empty() {
           return None;
         }
         Some((address, matches!(kind, b"t" | b"T"), String::from_utf8_lossy(name).into()))
@@ -89,12 +95,14 @@ mod tests {
         ffffffff81000000 T _text\n\
         not a line\n\
         0000000000000000 T hidden\n\
+        0000000000001000 A cpu_debug_store\n\
         ffffffffc0200000 t in_module\t[mod]\n",
     );
     assert_eq!(table.find(0xffffffff81000004), Some(("_stext", 4)));
     assert_eq!(table.find(0xffffffff81000100), Some(("second", 0)));
     assert_eq!(table.find(0xffffffffc0200010), Some(("in_module", 16)));
     assert_eq!(table.find(0xffffffff80000000), None);
+    assert_eq!(table.find(0x1004), None, "a per-CPU offset is no kernel address");
   }
 
   #[test]
