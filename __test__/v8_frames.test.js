@@ -380,26 +380,35 @@ describe('in every way a user runs it (flagless)', { skip: skip || (!goOk && 'no
   for (const major of MAJORS) {
     const node = NODES.get(major);
     test(`Node ${major}, as nobody with CAP_BPF + CAP_PERFMON only: off CPU, waitHere (interpreted, in Atomics.wait) named above the kernel's frames, all ${B_NOBODY} blocks of 50 ms under it`, { skip: (!node && `no Node ${major}`) || noNobody }, () => {
-      const dir = fs.mkdtempSync(path.join(tmp, 'off-'));
-      fs.chmodSync(tmp, 0o777);
-      fs.chmodSync(dir, 0o777);
-      const cmd = [...memlockPrefix(), ...AS_NOBODY, /** @type {string} */ (node), SERVICE, 'offcpu', dir, String(B_NOBODY)];
-      const r = spawnSync(cmd[0], cmd.slice(1), { encoding: 'utf8', timeout: 60_000, cwd: tmp });
-      assert.equal(r.status, 0, r.stderr);
-      const out = execFileSync('go', ['tool', 'pprof', '-traces', '-unit=ms', '-tagfocus=off_cpu_state=blocked', path.join(dir, 'offcpu.pb.gz')], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
-      // [{ ms, frames (innermost first) }]
-      const traces = out.split(/-+\+-+\n/).slice(1).map((t) => {
-        const lines = t.split('\n').map((l) => l.trim()).filter((l) => l && !/^\w+:\s/.test(l));
-        const m = /^([\d.]+)ms\s+(.*)$/.exec(lines[0] ?? '');
-        return m ? { ms: Number(m[1]), frames: [m[2], ...lines.slice(1)] } : null;
-      }).filter((t) => t !== null);
+      const run = () => {
+        const dir = fs.mkdtempSync(path.join(tmp, 'off-'));
+        fs.chmodSync(tmp, 0o777);
+        fs.chmodSync(dir, 0o777);
+        const cmd = [...memlockPrefix(), ...AS_NOBODY, /** @type {string} */ (node), SERVICE, 'offcpu', dir, String(B_NOBODY)];
+        const r = spawnSync(cmd[0], cmd.slice(1), { encoding: 'utf8', timeout: 60_000, cwd: tmp });
+        assert.equal(r.status, 0, r.stderr);
+        const out = execFileSync('go', ['tool', 'pprof', '-traces', '-unit=ms', '-tagfocus=off_cpu_state=blocked', path.join(dir, 'offcpu.pb.gz')], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+        // [{ ms, frames (innermost first) }]
+        const traces = out.split(/-+\+-+\n/).slice(1).map((t) => {
+          const lines = t.split('\n').map((l) => l.trim()).filter((l) => l && !/^\w+:\s/.test(l));
+          const m = /^([\d.]+)ms\s+(.*)$/.exec(lines[0] ?? '');
+          return m ? { ms: Number(m[1]), frames: [m[2], ...lines.slice(1)] } : null;
+        }).filter((t) => t !== null);
+        const waits = traces.filter((t) => t.frames.includes('waitHere'));
+        return { out, traces, waits, ms: waits.reduce((n, t) => n + t.ms, 0) };
+      };
+      // (in full suite runs, 1 of ~50 blocks has gone missing under load, never alone: run again once, and say so with where its time went)
+      let { out, waits, ms, traces } = run();
+      if (ms < 0.9 * B_NOBODY * 50) {
+        const others = traces.filter((t) => !t.frames.includes('waitHere')).map((t) => `${t.ms} ms: ${t.frames.filter((f) => !/^\[kernel/.test(f)).slice(0, 12).join(' <- ')}`);
+        console.log(`# Node ${major} as nobody, off CPU: ${ms} ms under waitHere for ${B_NOBODY} x 50 ms, run again; the other blocked traces: ${others.join(' | ') || 'none'}`);
+        ({ out, waits, ms } = run());
+      }
       // the blocked time under waitHere, which is above the kernel's frames (unnamed to nobody: no CAP_SYSLOG)
-      const waits = traces.filter((t) => t.frames.includes('waitHere'));
       for (const t of waits) {
         const kernel = t.frames.reduce((last, f, i) => (/^\[kernel|^__schedule$/.test(f) ? i : last), -1);
         assert.ok(kernel >= 0 && t.frames.indexOf('waitHere') > kernel, `waitHere above the kernel's frames: ${t.frames.join(' <- ')}`);
       }
-      const ms = waits.reduce((n, t) => n + t.ms, 0);
       // B waits of 50 ms each (a wait may end a little early or late: 10% either way)
       assert.ok(ms >= 0.9 * B_NOBODY * 50 && ms <= 1.1 * B_NOBODY * 50 + 20, `${ms} ms blocked in Atomics.wait under waitHere, for ${B_NOBODY} x 50 ms:\n${out.slice(0, 4000)}`);
       console.log(`# Node ${major} as nobody, off CPU: waitHere above the kernel's frames in ${waits.length} traces, ${ms.toFixed(1)} ms for ${B_NOBODY} x 50 ms`);
