@@ -81,8 +81,6 @@ async function main() {
       for (const { probe, error } of attached.failed) console.error(`stackcount: not counting ${escapeText(probe.label)}: ${escapeText(error.message)}`);
     }
     const symbolizer = new stacks.StackSymbolizer(bpf);
-    // kernel frames are named at the end: /proc/kallsyms is read meanwhile, off the main thread
-    if (!opts.userOnly) symbolizer.preloadKernel();
     // the node processes whose JS frames the kernel walks (bpf/v8.bpf.h): the target, else those running now
     const v8Error = target.pid !== undefined ? symbolizer.v8.watch(obj, target.pid, target.kernelPid) : watchNodes(obj, symbolizer);
     // every CPU, filtered in the kernel: a perf event for a pid samples only its main thread
