@@ -284,8 +284,6 @@ class Profiler {
     }
     this.#obj = obj;
     this.#symbolizer = new stacks.StackSymbolizer(native);
-    // the first pull names kernel frames: /proc/kallsyms is read meanwhile, off the main thread
-    this.#symbolizer.preloadKernel();
     // this process's V8 layout: the programs walk its JS frames (bpf/v8.bpf.h); v8: false leaves them to the perf map
     try {
       if (this.#options.v8) this.#v8Error = this.#symbolizer.v8.watch(obj, process.pid, this.#ids.tgid);
