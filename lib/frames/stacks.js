@@ -42,11 +42,6 @@ class StackSymbolizer {
     this.v8 = new V8Frames(bpf);
   }
 
-  /** Reads /proc/kallsyms ahead, on a thread of the addon's, so that the first `kernel()` need not (~45 ms). */
-  preloadKernel() {
-    this.symbolizer.preloadKernel();
-  }
-
   /** The names of kernel addresses (innermost first, as given). */
   kernel(addresses) {
     return this.#names('k', addresses, (todo) => this.symbolizer.kernel(todo).map((f) => [frameName(f)])).map((f) => f[0]);
