@@ -305,10 +305,11 @@ export declare class Symbolizer {
    */
   kernel(addresses: Array<bigint>): Array<Frame>
   /**
-   * Reads /proc/kallsyms on a thread of its own, for the `kernel()` calls
-   * to come (a profile's first pull): returns at once.
+   * Reads /proc/kallsyms on the libuv thread pool, for the `kernel()`
+   * calls to come (a profile's first pull reads it there after its window,
+   * not on the JS thread): resolves once it is read (at once if it is).
    */
-  preloadKernel(): void
+  preloadKernel(): Promise<void>
   /**
    * Names of user-space addresses of process `pid`: ELF symbols of its
    * binaries and libraries, and JIT frames from /tmp/perf-<pid>.map

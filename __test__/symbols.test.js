@@ -21,15 +21,15 @@ test('elfSymbols lists function symbols with their file offsets', () => {
   throwsCode(assert, () => bpf.elfSymbols(__filename), 'ERR_BPF_INVALID_OBJECT', /not an ELF file/);
 });
 
-test('a Symbolizer names kernel addresses and this process\'s addresses', () => {
+test('a Symbolizer names kernel addresses and this process\'s addresses', async () => {
   const sym = new bpf.Symbolizer();
   const line = fs.readFileSync('/proc/kallsyms', 'utf8').split('\n').find((l) => / [tT] do_sys_openat2$/.test(l));
   const [frame] = sym.kernel([BigInt(`0x${line.split(' ')[0]}`) + 4n]);
   assert.deepStrictEqual([frame.name, frame.offset], ['do_sys_openat2', 4]);
-  // read ahead on a thread of the addon's (twice: once), the same names; below every symbol, none
+  // read ahead on the thread pool (twice at once: read once; then at once, read already), the same names; below every symbol, none
   const ahead = new bpf.Symbolizer();
-  ahead.preloadKernel();
-  ahead.preloadKernel();
+  assert.deepStrictEqual(await Promise.all([ahead.preloadKernel(), ahead.preloadKernel()]), [undefined, undefined]);
+  await ahead.preloadKernel();
   const [again, below] = ahead.kernel([BigInt(`0x${line.split(' ')[0]}`) + 4n, 4096n]);
   assert.deepStrictEqual([again.name, again.offset, below.name], ['do_sys_openat2', 4, undefined]);
   const poll = bpf.elfSymbols(process.execPath).find((s) => s.name === 'uv__io_poll');

@@ -253,10 +253,15 @@ function assertHotLoopNf(pid, label = `Node ${process.versions.node}`) {
   let samples = 0;
   let named = 0;
   let loop = 0;
+  let lineless = 0;
   for (const line of r.stdout.trim().split('\n')) {
     const m = /^(.*) (\d+)$/.exec(line);
     if (!m || /^V8Worker|^node-libbpf/.test(m[1])) continue;
     samples += Number(m[2]);
+    // a JS frame named without a line (`name file`): e.g. Node 24's processImmediate, into which Maglev
+    // inlined tick and hotLoopNf, at a sample at Math.sqrt's builtin's first instruction (9% of samples
+    // before the walk kept the return address at sp there)
+    if (m[1].split(';').some((f) => /^\S+ (\/\S+\.js|node:[^:\s]+)$/.test(f))) lineless += Number(m[2]);
     const frame = m[1].split(';').find((f) => f.startsWith('hotLoopNf '));
     if (!frame) continue;
     const where = /^hotLoopNf (\S+):(\d+):(\d+)$/.exec(frame);
@@ -268,9 +273,10 @@ function assertHotLoopNf(pid, label = `Node ${process.versions.node}`) {
   }
   assert.ok(samples >= 100, `${samples} samples`);
   assert.ok(named >= 0.9 * samples, `hotLoopNf named in ${named} of ${samples} samples:\n${r.stdout.slice(0, 3000)}`);
+  assert.ok(lineless <= 0.02 * samples, `${lineless} of ${samples} samples with a JS frame without a line:\n${r.stdout.slice(0, 3000)}`);
   // the line of the pc (its loop), not the line where the function starts
   assert.ok(loop >= 0.9 * named, `hotLoopNf at its loop's line ${HOT_LOOP_LINE} in ${loop} of its ${named} samples:\n${r.stdout.slice(0, 3000)}`);
-  console.log(`# ${label}: stackcount -p ${pid}: hotLoopNf named in ${named} of ${samples} samples (${((100 * named) / samples).toFixed(1)}%)`);
+  console.log(`# ${label}: stackcount -p ${pid}: hotLoopNf named in ${named} of ${samples} samples (${((100 * named) / samples).toFixed(1)}%), ${lineless} with a JS frame without a line`);
 }
 
 /** Runs the service fixture (`node SERVICE cpu DIR`, flagless, `prefix` before node): its JSON line and its cpu.pb.gz. */

@@ -8,6 +8,8 @@
 //
 //   ring-typed        BPF_RB_NO_WAKEUP; the callback gets decoded objects ({ type: 'stream_event' })
 //   ring-typed-wakeup default (adaptive) ring wakeups; decoded objects
+//   ring-typed-number as ring-typed, with { int64: 'number' }: 64-bit fields as numbers (no BigInt
+//                     to make, nor for the callback to convert)
 //   ring-raw          BPF_RB_NO_WAKEUP; the callback gets Buffers
 //   ring-batch        BPF_RB_NO_WAKEUP; { batch: true }: one call per batch (data, ends); a build
 //                     without that option exits with "no batch API"
@@ -44,7 +46,7 @@ const bpf = require(process.env.BENCH_LIB || '..');
 const [mode, objPath, pidArg, nArg] = process.argv.slice(2);
 const pid = Number(pidArg);
 const N = Number(nArg);
-const MODES = ['ring-typed', 'ring-typed-wakeup', 'ring-raw', 'ring-batch', 'ring-batch-count', 'perf-typed', 'perf-typed-64', 'perf-typed-wake1', 'backpressure'];
+const MODES = ['ring-typed', 'ring-typed-wakeup', 'ring-typed-number', 'ring-raw', 'ring-batch', 'ring-batch-count', 'perf-typed', 'perf-typed-64', 'perf-typed-wake1', 'backpressure'];
 if (!MODES.includes(mode) || !objPath || !(pid > 0) || !(N > 0)) {
   console.error(`usage: node node_consumer.js ${MODES.join('|')} OBJ PID N`);
   process.exit(2);
@@ -111,6 +113,9 @@ switch (mode) {
   case 'ring-typed':
   case 'ring-typed-wakeup':
     buffer = obj.getMap('events').openRingBuffer((e) => count(Number(e.seq), e.ts), { type: 'stream_event' });
+    break;
+  case 'ring-typed-number':
+    buffer = obj.getMap('events').openRingBuffer((e) => count(e.seq, e.ts), { type: 'stream_event', int64: 'number' });
     break;
   case 'ring-raw':
     buffer = obj.getMap('events').openRingBuffer((b) => count(b.readUInt32LE(16) + b.readUInt32LE(20) * 4294967296, received === 0 ? b.readBigUInt64LE(8) : 0n));

@@ -295,7 +295,8 @@ static __always_inline __u64 v8_walk(__u32 tgid, __u64 pc, __u64 fp, __u64 sp, _
 	struct v8_layout *l = bpf_map_lookup_elem(&v8_layouts, &tgid);
 	__u32 depth = 0;
 	struct v8_scratch *s;
-	__u64 hash, n;
+	__u64 hash, n, w0 = 0, w1 = 0;
+	bool at_entry = false;
 	int i, r;
 
 	if (!l || !l->version)
@@ -322,9 +323,27 @@ static __always_inline __u64 v8_walk(__u32 tgid, __u64 pc, __u64 fp, __u64 sp, _
 	s->stack.entered_ret = 0;
 	/* the stack from sp, at once (where its 4 KiB reach past the stack's end: each frame read alone) */
 	s->base = bpf_probe_read_user(s->bulk, sizeof(s->bulk), (void *)sp) ? 0 : sp;
-	if (s->base ? s->bulk[0] == fp && V8_USER_ADDR(s->bulk[1]) : !bpf_probe_read_user(s->window, 16, (void *)sp) && s->window[0] == fp && V8_USER_ADDR(s->window[1]))
-		s->stack.entered_ret = s->base ? s->bulk[1] : s->window[1];
-	s->hash ^= s->stack.entered_ret;
+	if (s->base) {
+		w0 = s->bulk[0];
+		w1 = s->bulk[1];
+	} else if (!bpf_probe_read_user(s->window, 16, (void *)sp)) {
+		w0 = s->window[0];
+		w1 = s->window[1];
+	}
+	if (w0 == fp && V8_USER_ADDR(w1))
+		s->stack.entered_ret = w1;
+#if defined(__TARGET_ARCH_x86)
+	/*
+	 * a builtin called from JIT code (Math.sqrt's, from a function Maglev inlined on Node 24), at
+	 * its first instruction: its call pushed the return address, it has pushed nothing yet. Kept
+	 * only where frame 0 turns out a JS frame (the caller's: a builtin with its own frame, or
+	 * C++, has its own fp), and named only where the word is an address in that function's code
+	 */
+	else if (pc >= l->exe_start && pc < l->exe_end && V8_USER_ADDR(w0)) {
+		s->stack.entered_ret = w0;
+		at_entry = true;
+	}
+#endif
 	for (i = 0; i < V8_MAX_FRAMES; i++) {
 		r = v8_walk_frame(i, slot);
 		if (r == V8_FRAME_NONE)
@@ -337,8 +356,10 @@ static __always_inline __u64 v8_walk(__u32 tgid, __u64 pc, __u64 fp, __u64 sp, _
 	}
 	if (!s->js)
 		return 0;
+	if (at_entry && (!depth || !s->stack.frames[0].sfi))
+		s->stack.entered_ret = 0;
 	s->stack.depth = depth;
-	hash = s->hash ^ depth;
+	hash = (s->hash ^ s->stack.entered_ret) * 1099511628211ULL ^ depth;
 	if (!hash)
 		hash = 1;
 	if (bpf_map_lookup_elem(&v8_stacks, &hash))

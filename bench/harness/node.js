@@ -14,6 +14,7 @@ const NO_CODEGEN = ['--disallow-code-generation-from-strings'];
 const ROWS = [
   ['node-ring-typed', 'ring-typed', 'node-libbpf ring → objects ({ type }), BPF_RB_NO_WAKEUP'],
   ['node-ring-typed-nocodegen', 'ring-typed', 'node-libbpf ring → objects ({ type }), BPF_RB_NO_WAKEUP, node --disallow-code-generation-from-strings', NO_CODEGEN],
+  ['node-ring-typed-number', 'ring-typed-number', 'node-libbpf ring → objects ({ type, int64: \'number\' }), BPF_RB_NO_WAKEUP'],
   ['node-ring-typed-wakeup', 'ring-typed-wakeup', 'node-libbpf ring → objects ({ type }), default wakeups'],
   ['node-ring-raw', 'ring-raw', 'node-libbpf ring → Buffers (raw), BPF_RB_NO_WAKEUP'],
   ['node-ring-batch', 'ring-batch', 'node-libbpf ring → batches (data, ends), BPF_RB_NO_WAKEUP'],

@@ -14,11 +14,17 @@ const CPU_TARGETS = [
 ];
 
 // consumer CPU per record as a multiple of C no-wakeup's the node-libbpf
-// rows must reach (issue 28), over the whole run
+// rows must reach (issue 28), over the whole run: each target on the row
+// whose callback does C's per-record work (the bitmap of seq numbers), and
+// on the row without the cost that work has in JavaScript only (typed:
+// 64-bit fields as numbers, not BigInts to make and convert; batches: the
+// library alone, a callback that only counts)
 /** @type {[mode: string, times: number, what: string][]} */
 const RATIO_TARGETS = [
   ['ring-typed', 5, 'typed (decoded objects)'],
+  ['ring-typed-number', 5, 'typed, int64: \'number\''],
   ['ring-batch', 2, 'batches'],
+  ['ring-batch-count', 2, 'batches, the library alone'],
 ];
 
 /**

@@ -47,6 +47,11 @@ class StackSymbolizer {
     return this.#names('k', addresses, (todo) => this.symbolizer.kernel(todo).map((f) => [frameName(f)])).map((f) => f[0]);
   }
 
+  /** Reads the kernel's symbols (/proc/kallsyms) on the libuv thread pool, for `kernel()` to come: resolves once they are read. */
+  loadKernel() {
+    return this.symbolizer.preloadKernel();
+  }
+
   /**
    * The names of user-space addresses of process `pid`, one per address
    * (the physical function: see `frames` for the inlined ones): `[unknown]`

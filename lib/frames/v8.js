@@ -304,16 +304,20 @@ const V8_INTERP_RANGES = 4;
  * The interpreter's code in process `pid` (its node: `binary`) as struct
  * v8_layout's `interp_start` and `interp_end`: at most V8_INTERP_RANGES
  * ranges that hold all of it (the nearest ones merged, with the little
- * code between them: a frame there keeps a slot the naming does not use).
+ * code between them: a frame there keeps a slot the naming does not use);
+ * and `exe_start`, `exe_end`: the span of node's executable mappings
+ * (0, 0 where none is found).
  */
 function interpreterLayout(pid, binary) {
-  const ranges = interpreterAddresses(pid, binary).interpreter.map((r) => [...r]);
+  const { interpreter, exe } = interpreterAddresses(pid, binary);
+  const ranges = interpreter.map((r) => [...r]);
   while (ranges.length > V8_INTERP_RANGES) {
     let k = 0;
     for (let i = 1; i < ranges.length - 1; i++) if (ranges[i + 1][0] - ranges[i][1] < ranges[k + 1][0] - ranges[k][1]) k = i;
     ranges.splice(k, 2, [ranges[k][0], Math.max(ranges[k][1], ranges[k + 1][1])]);
   }
-  return { interp_start: ranges.map((r) => r[0]), interp_end: ranges.map((r) => r[1]) };
+  const span = exe.length ? { exe_start: Math.min(...exe.map((r) => r[0])), exe_end: Math.max(...exe.map((r) => r[1])) } : { exe_start: 0, exe_end: 0 };
+  return { interp_start: ranges.map((r) => r[0]), interp_end: ranges.map((r) => r[1]), ...span };
 }
 
 /** A v8_stacks value's bytes `b` as `{ depth, flags, frames }` (`read`: stackBytesReader's). */

@@ -386,6 +386,9 @@ class Profiler {
       for (const link of links.splice(0)) link.detach();
       // the perf map as the samples saw it: what is written from here on came after them
       this.#symbolizer.endWindow([process.pid]);
+      // the kernel's symbols read on the thread pool (the first window: ~45 ms the event loop keeps),
+      // now that no sample is taken beside it
+      await this.#symbolizer.loadKernel();
       if (this.closed) throw codedError('ERR_BPF_CLOSED', 'profiler.collect(): the profiler was closed during the window');
       const durationNs = Number(process.hrtime.bigint() - startHr);
       return new ProfileWindow(this.#read({ startNs, durationNs, periodNs }));

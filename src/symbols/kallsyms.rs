@@ -1,9 +1,9 @@
 //! Kernel addresses to names, from /proc/kallsyms: the nearest symbol at or
 //! below an address, and the offset into it. Ours, not blazesym's kernel
-//! source, so that the table can be read ahead of time on a thread of its
-//! own (`Symbolizer.preloadKernel()`): the kernel makes the file's ~200,000
-//! lines as it is read, ~45 ms on the 2-vCPU VM, which a profile's first
-//! pull spent on the JS thread.
+//! source, so that the table can be read off the JS thread, on the libuv
+//! thread pool (`Symbolizer.preloadKernel()`): the kernel makes the file's
+//! ~200,000 lines as it is read, ~45 ms on the 2-vCPU VM, which a
+//! profile's first pull spent on the JS thread.
 //!
 //! Only kernel addresses (the upper half of the address space, on x86_64
 //! and arm64) are kept: per-CPU variables are listed at their small offsets
@@ -59,7 +59,8 @@ impl Kallsyms {
   }
 }
 
-/// A Kallsyms read once, when first asked for or ahead of time by a thread.
+/// A Kallsyms read once, when first asked for (perhaps on the thread pool,
+/// `Symbolizer.preloadKernel()`).
 #[derive(Clone, Default)]
 pub(super) struct KallsymsCell(Arc<OnceLock<Kallsyms>>);
 
@@ -67,18 +68,6 @@ impl KallsymsCell {
   /// The table, read now if no thread has (or waiting for the one reading it).
   pub fn get(&self) -> &Kallsyms {
     self.0.get_or_init(Kallsyms::read)
-  }
-
-  /// Reads the table on a thread of its own, unless it is read or being
-  /// read (where no thread can start, the first `get` reads it).
-  pub fn preload(&self) {
-    if self.0.get().is_some() {
-      return;
-    }
-    let cell = self.0.clone();
-    let _ = std::thread::Builder::new().name("node-libbpf-ksym".into()).spawn(move || {
-      cell.get_or_init(Kallsyms::read);
-    });
   }
 }
 

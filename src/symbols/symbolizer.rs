@@ -25,7 +25,10 @@ use std::{
 };
 
 use blazesym::symbolize::{source, Input, Sym, Symbolized, Symbolizer as BlazeSymbolizer};
-use napi::bindgen_prelude::BigInt;
+use napi::{
+  bindgen_prelude::{AsyncTask, BigInt},
+  Env, Task,
+};
 use napi_derive::napi;
 
 use super::{
@@ -69,6 +72,27 @@ pub struct Symbolizer {
   perf_maps: RefCell<HashMap<u32, PerfMap>>,
   /// /proc/kallsyms, read once (perhaps ahead, by `preloadKernel`).
   kallsyms: KallsymsCell,
+}
+
+/// `preloadKernel()`'s work on the thread pool: the kernel's table, read.
+pub struct LoadKallsyms(KallsymsCell);
+
+impl Task for LoadKallsyms {
+  type Output = ();
+  type JsValue = ();
+
+  // (napi's Result: a Task's errors carry a napi Status, not our code;
+  // reading the table has none, and a panic is caught as the guard does)
+  fn compute(&mut self) -> napi::Result<()> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+      self.0.get();
+    }))
+    .map_err(|payload| napi::Error::from_reason(BpfError::internal(&*payload).to_string()))
+  }
+
+  fn resolve(&mut self, _env: Env, _output: ()) -> napi::Result<()> {
+    Ok(())
+  }
 }
 
 /// A frame without a symbol.
@@ -198,14 +222,12 @@ impl Symbolizer {
     })
   }
 
-  /// Reads /proc/kallsyms on a thread of its own, for the `kernel()` calls
-  /// to come (a profile's first pull): returns at once.
-  #[napi(js_name = "preloadKernel")]
-  pub fn preload_kernel(&self) -> Result<()> {
-    guard(|| {
-      self.kallsyms.preload();
-      Ok(())
-    })
+  /// Reads /proc/kallsyms on the libuv thread pool, for the `kernel()`
+  /// calls to come (a profile's first pull reads it there after its window,
+  /// not on the JS thread): resolves once it is read (at once if it is).
+  #[napi(js_name = "preloadKernel", ts_return_type = "Promise<void>")]
+  pub fn preload_kernel(&self) -> AsyncTask<LoadKallsyms> {
+    AsyncTask::new(LoadKallsyms(self.kallsyms.clone()))
   }
 
   /// Names of user-space addresses of process `pid`: ELF symbols of its
