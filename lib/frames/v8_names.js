@@ -215,6 +215,8 @@ class V8Names {
       where = lineOf(fn.lineEnds, fn.start);
       why ??= 'no source position for the pc: the line where the function starts';
     }
+    // (a position past the script's line ends as read, or no start: a frame without a line says why)
+    if (!where) why ??= "no line: the position is outside the script's line ends as read";
     const out = { name: fn.name, file: fn.file ?? undefined, line: where?.line, column: where?.column, kind };
     if (why) out.reason = why;
     return out;

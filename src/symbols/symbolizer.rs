@@ -11,7 +11,8 @@
 //! each address is in; that file (through /proc/PID/map_files, the very
 //! file mapped, or else /proc/PID/root + its path without following links)
 //! must be a regular ELF file of at most 1 GiB; blazesym symbolizes a
-//! sealed memfd copy of it (files.rs); addresses in no file, or in none
+//! sealed memfd copy of it (files.rs), or for this process's own code the
+//! file itself (`sealed_copy`); addresses in no file, or in none
 //! that names them, are looked up in the perf map, read and parsed here
 //! (perf_map.rs); [vdso] addresses alone go to blazesym's process source.
 
@@ -145,6 +146,8 @@ struct Mapping {
   end: u64,
   offset: u64,
   inode: u64,
+  /// Mapped executable (`x` among its permissions).
+  exec: bool,
   /// The path (without ` (deleted)`), `[vdso]`, `[heap]`, or ''.
   path: String,
 }
@@ -174,7 +177,7 @@ fn parse_maps_line(line: &str) -> Option<Mapping> {
     rest = r;
     f
   };
-  let (range, _perms, offset, _dev, inode) = (field(), field(), field(), field(), field());
+  let (range, perms, offset, _dev, inode) = (field(), field(), field(), field(), field());
   let (start, end) = range.split_once('-')?;
   let path = rest.trim_start();
   Some(Mapping {
@@ -182,6 +185,7 @@ fn parse_maps_line(line: &str) -> Option<Mapping> {
     end: u64::from_str_radix(end, 16).ok()?,
     offset: u64::from_str_radix(offset, 16).ok()?,
     inode: inode.parse().ok()?,
+    exec: perms.contains('x'),
     path: path.strip_suffix(" (deleted)").unwrap_or(path).to_string(),
   })
 }
@@ -341,7 +345,12 @@ impl Symbolizer {
 
   /// `/proc/self/fd/N` of a sealed copy of the file that mapping `m` of
   /// process `pid` maps, made once per file; None when the file is no
-  /// regular ELF file, is too big, or cannot be read.
+  /// regular ELF file, is too big, or cannot be read. This process's own
+  /// executable mappings are read from the very file, opened, not copied:
+  /// a change to it under blazesym's mapping would fault this process's
+  /// own code first (its text is mapped from it), and the copy of node's
+  /// ~100 MB binary took a self-profile's first pull ~50 ms of the JS
+  /// thread and as much shared memory for the Symbolizer's life.
   fn sealed_copy(&self, pid: u32, m: &Mapping) -> Option<PathBuf> {
     // the very file mapped (needs CAP_SYS_ADMIN), else its path, resolved
     // in the process's root (files.rs)
@@ -353,8 +362,15 @@ impl Symbolizer {
       })
       .ok()?;
     let mut copies = self.copies.borrow_mut();
+    let own = m.exec && pid == std::process::id();
     let copy = copies.entry(checked.id).or_insert_with(|| {
-      if !files::has_elf_magic(&checked) || self.copied.get() + checked.size > MAX_COPIES_SIZE {
+      if !files::has_elf_magic(&checked) {
+        return None;
+      }
+      if own {
+        return Some(checked.file);
+      }
+      if self.copied.get() + checked.size > MAX_COPIES_SIZE {
         return None;
       }
       let copy = files::sealed_copy(&checked).ok()?;
