@@ -108,7 +108,7 @@ async function requestRows(names) {
       const switches = server.lines.slice(from).map((l) => l.line).filter((l) => /^\{"t":"/.test(l)).map((l) => JSON.parse(l)).map((x) => ({ t: BigInt(x.t), on: x.on }));
       await sleep(100);
       const r = pairedLoss(servedSamples(server), switches);
-      out.set(name, { loss: r.loss, quartiles: quartiles(r.losses), losses: r.losses, traced: r.traced, untraced: r.untraced, cpu: Object.fromEntries(Object.entries(r.cpu).map(([k, c]) => [k, { ...c, quartiles: quartiles(c.costs) }])), pullMs: done.pullMs, samples: done.samples, programs: done.programs, seconds: ROUNDS });
+      out.set(name, { loss: r.loss, quartiles: quartiles(r.losses), losses: r.losses, traced: r.traced, untraced: r.untraced, cpu: Object.fromEntries(Object.entries(r.cpu).map(([k, c]) => [k, { ...c, quartiles: quartiles(c.costs) }])), pullMs: done.pullMs, stallMs: done.stallMs, samples: done.samples, programs: done.programs, seconds: ROUNDS });
     }
     return out;
   } finally {
@@ -233,8 +233,8 @@ const pct = (x) => `${(x * 100).toFixed(1)}%`;
   }
   const names = [...rows.keys()];
   if (names.length) {
-    console.log(`| profile (hello server, wrk -t1 -c16) | req/s unprofiled | profiled | cost, median (quartiles) of ${ROUNDS} paired seconds | main thread's CPU per request: unprofiled µs; cost, median (quartiles) | / pprof's | process CPU per request: cost, median (quartiles) | / pprof's | samples per window | pull, main thread (median; first) |${stats !== null ? ' BPF programs: runs/s, ns/run |' : ''}`);
-    console.log(`|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|${stats !== null ? '---|' : ''}`);
+    console.log(`| profile (hello server, wrk -t1 -c16) | req/s unprofiled | profiled | cost, median (quartiles) of ${ROUNDS} paired seconds | main thread's CPU per request: unprofiled µs; cost, median (quartiles) | / pprof's | process CPU per request: cost, median (quartiles) | / pprof's | samples per window | pull: until made (median; first) | pull: the event loop's longest stall (median; first) |${stats !== null ? ' BPF programs: runs/s, ns/run |' : ''}`);
+    console.log(`|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|${stats !== null ? '---|' : ''}`);
     /** `x` over the pprof row's `x`, where both are costs. */
     const vsPeer = (name, x, peer) => (name !== 'pprof' && name !== 'none' && Number.isFinite(peer) && peer > 0 ? `${(x / peer).toFixed(2)}x` : '');
     for (const name of names) {
@@ -246,7 +246,7 @@ const pct = (x) => `${(x * 100).toFixed(1)}%`;
         .join('; ');
       const { main, proc } = r.cpu;
       console.log(
-        `| ${name} | ${r.untraced.toFixed(0)} | ${r.traced.toFixed(0)} | ${pct(r.loss)} (${r.quartiles.map(pct).join(' .. ')}) | ${(main.untraced / 1000).toFixed(1)}; ${pct(main.cost)} (${main.quartiles.map(pct).join(' .. ')}) | ${vsPeer(name, main.cost, peer?.cpu.main.cost)} | ${pct(proc.cost)} (${proc.quartiles.map(pct).join(' .. ')}) | ${vsPeer(name, proc.cost, peer?.cpu.proc.cost)} | ${median(r.samples).toFixed(0)} | ${median(r.pullMs).toFixed(1)} ms; ${r.pullMs[0].toFixed(0)} ms |${stats !== null ? ` ${progs || '—'} |` : ''}`,
+        `| ${name} | ${r.untraced.toFixed(0)} | ${r.traced.toFixed(0)} | ${pct(r.loss)} (${r.quartiles.map(pct).join(' .. ')}) | ${(main.untraced / 1000).toFixed(1)}; ${pct(main.cost)} (${main.quartiles.map(pct).join(' .. ')}) | ${vsPeer(name, main.cost, peer?.cpu.main.cost)} | ${pct(proc.cost)} (${proc.quartiles.map(pct).join(' .. ')}) | ${vsPeer(name, proc.cost, peer?.cpu.proc.cost)} | ${median(r.samples).toFixed(0)} | ${median(r.pullMs).toFixed(1)} ms; ${r.pullMs[0].toFixed(0)} ms | ${median(r.stallMs).toFixed(1)} ms; ${r.stallMs[0].toFixed(0)} ms |${stats !== null ? ` ${progs || '—'} |` : ''}`,
       );
     }
   }
