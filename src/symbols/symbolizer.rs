@@ -230,8 +230,8 @@ impl Symbolizer {
   /// calls to come (a profile's first pull reads it there after its window,
   /// not on the JS thread): resolves once it is read (at once if it is).
   #[napi(js_name = "preloadKernel", ts_return_type = "Promise<void>")]
-  pub fn preload_kernel(&self) -> AsyncTask<LoadKallsyms> {
-    AsyncTask::new(LoadKallsyms(self.kallsyms.clone()))
+  pub fn preload_kernel(&self) -> Result<AsyncTask<LoadKallsyms>> {
+    guard(|| Ok(AsyncTask::new(LoadKallsyms(self.kallsyms.clone()))))
   }
 
   /// Names of user-space addresses of process `pid`: ELF symbols of its
