@@ -131,7 +131,9 @@ describe('examples/tcpretrans.js', { skip }, () => {
   }
 
   test('the built-in workload, text output: its client retransmits over IPv4 and IPv6; its namespaces go with it', async () => {
-    const run = startExample(['--demo', '--duration', '3']);
+    // 5 s: a transfer over the lossy link can stall in the retransmission timer's backoff for
+    // seconds, and the client alternates IPv4 and IPv6 (a 3 s run once saw only one of them)
+    const run = startExample(['--demo', '--duration', '5']);
     const { code, signal, stdout, stderr } = await run.exited;
     assert.equal(code, 0, `exit ${signal ?? code}; stderr:\n${stderr}`);
     const workload = workloadOf(stderr);
@@ -147,7 +149,7 @@ describe('examples/tcpretrans.js', { skip }, () => {
       assert.equal(raddr, info.server[ip === '4' ? 0 : 1], 'to the workload server');
       assert.ok(laddr.startsWith(`${local(ip)}:`), `from the workload client: ${laddr}`);
     }
-    assert.ok(lines.some((l) => l[2] === '4') && lines.some((l) => l[2] === '6'), 'over IPv4 and IPv6');
+    assert.ok(lines.some((l) => l[2] === '4') && lines.some((l) => l[2] === '6'), `over IPv4 and IPv6:\n${stdout}\n${stderr}`);
     // the summary counts the lines of each connection (but those not even tried: EBUSY)
     const rows = stdout.slice(stdout.indexOf('\nLADDR:LPORT')).trim().split('\n').slice(1).map((l) => l.trim().split(/\s+/));
     assert.ok(rows.length >= 1);
