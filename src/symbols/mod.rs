@@ -10,7 +10,7 @@
 //! - `flame_graph`: `flameGraph` (inferno)
 //! - `files`: bounded reads of files a traced process controls
 //! - `perf_map`: the perf map of a process (JIT frames)
-//! - `kallsyms`: kernel addresses to names, read ahead on a thread of its own
+//! - `kallsyms`: kernel addresses to names, readable on the libuv thread pool
 
 mod dwarf;
 mod elf;

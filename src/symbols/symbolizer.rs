@@ -82,13 +82,14 @@ impl Task for LoadKallsyms {
   type Output = ();
   type JsValue = ();
 
-  // (napi's Result: a Task's errors carry a napi Status, not our code;
-  // reading the table has none, and a panic is caught as the guard does)
+  // (a Task's error carries a napi Status, not our code: the guard's
+  // error, a caught panic, goes on as its code and message)
   fn compute(&mut self) -> napi::Result<()> {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+    guard(|| {
       self.0.get();
-    }))
-    .map_err(|payload| napi::Error::from_reason(BpfError::internal(&*payload).to_string()))
+      Ok(())
+    })
+    .map_err(|e| napi::Error::from_reason(format!("{}: {}", e.status, e.reason)))
   }
 
   fn resolve(&mut self, _env: Env, _output: ()) -> napi::Result<()> {
