@@ -296,9 +296,10 @@ describe('the tools with --cgroup and --per-container', { skip, timeout: 4 * TIM
 
 describe('stackcount: the perf map of a Node.js in its own PID and mount namespace', { skip: skip || (!fs.existsSync('/usr/bin/unshare') && 'no unshare(1)'), timeout: 2 * TIMEOUT_MS }, () => {
   test('found at /proc/PID/root/tmp/perf-NSPID.map: no warning, and the hot function named', async () => {
-    // a private /tmp: the host's /tmp has no perf map of it
+    // a private /tmp: the host's /tmp has no perf map of it. The workload (builtins only) is read before the
+    // mount and written into the private /tmp: a checkout under /tmp (a clone in a temporary folder) is hidden by it
     const workload = path.join(EXAMPLES, 'workloads', 'hot_loop.js');
-    const ns = spawn('unshare', ['--pid', '--mount', '--fork', '--mount-proc', '--kill-child', 'sh', '-c', `mount -t tmpfs tmpfs /tmp && exec "$0" --perf-basic-prof --no-logfile-per-isolate --logfile=+ ${workload}`, process.execPath], {
+    const ns = spawn('unshare', ['--pid', '--mount', '--fork', '--mount-proc', '--kill-child', 'sh', '-c', 'S=$(cat "$1") && mount -t tmpfs tmpfs /tmp && printf \'%s\\n\' "$S" > /tmp/hot_loop.js && exec "$0" --perf-basic-prof --no-logfile-per-isolate --logfile=+ /tmp/hot_loop.js', process.execPath, workload], {
       stdio: 'ignore',
     });
     let pid;
