@@ -158,13 +158,17 @@ describe('paths other users control (lib/host/go.js)', { skip: skipRoot }, () =>
 });
 
 describe('terminal escapes in traced text (lib/core/format.js escapeText)', () => {
-  test('C0, DEL, C1, backslash, invalid UTF-8 and lone surrogates are escaped; the rest stays', () => {
+  test('C0, DEL, C1, bidi controls, backslash, invalid UTF-8 and lone surrogates are escaped; the rest stays', () => {
     const cases = [
       ['x\x1b]0;owned\x07\x1b[2J.txt', 'x\\e]0;owned\\a\\e[2J.txt'],
       ['a\\b', 'a\\\\b'],
       ['\t\n\r\b\f\v\0\x01\x1f', '\\t\\n\\r\\b\\f\\v\\x00\\x01\\x1f'],
       ['\x7f\u0080\u009b\u009f\u00a0é😀', '\\x7f\\xc2\\x80\\xc2\\x9b\\xc2\\x9f\u00a0é😀'],
       ['\ud800x\udc00', '\\ud800x\\udc00'],
+      // bidi controls (a file named `txt.exe` shown as `exe.txt`): marks, embeddings, overrides, isolates
+      ['invoice\u202efdp.exe', 'invoice\\u{202e}fdp.exe'],
+      ['\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u2066\u2067\u2068\u2069\u2069', '\\u{61c}\\u{200e}\\u{200f}\\u{202a}\\u{202b}\\u{202c}\\u{202d}\\u{2066}\\u{2067}\\u{2068}\\u{2069}\\u{2069}'],
+      ['\u200d\u2060\u202f\u2065\u206a', '\u200d\u2060\u202f\u2065\u206a'],
       ['plain /usr/lib/x86_64-linux-gnu/libc.so.6', 'plain /usr/lib/x86_64-linux-gnu/libc.so.6'],
       [42, '42'],
     ];
@@ -173,6 +177,7 @@ describe('terminal escapes in traced text (lib/core/format.js escapeText)', () =
     const bytes = Buffer.from([0x61, 0xff, 0xc3, 0xa9, 0x1b, 0xc2, 0x9b, 0x9b, 0xc0, 0x80, 0xed, 0xa0, 0x80, 0xf0, 0x9f, 0x98, 0x80, 0x5c, 0xe2, 0x82]);
     assert.equal(escapeText(bytes), 'a\\xffé\\e\\xc2\\x9b\\x9b\\xc0\\x80\\xed\\xa0\\x80😀\\\\\\xe2\\x82');
     assert.equal(escapeText(new Uint8Array(bytes).subarray(2, 4)), 'é');
+    assert.equal(escapeText(Buffer.from('a\u202eb\u2066')), 'a\\u{202e}b\\u{2066}');
   });
 
   test('tables, stacks and folded stacks escape what they print', () => {

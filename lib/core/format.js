@@ -50,8 +50,9 @@ function flagNames(value, names, zero = '0') {
 
 // the C escapes of the controls that have one (as systemd's cescape); the rest are \xNN
 const C_ESCAPES = { 0x07: '\\a', 0x08: '\\b', 0x09: '\\t', 0x0a: '\\n', 0x0b: '\\v', 0x0c: '\\f', 0x0d: '\\r', 0x1b: '\\e', 0x5c: '\\\\' };
-// C0 controls, backslash, DEL, C1 controls (U+0080-U+009F), and UTF-16 surrogates without their pair
-const UNSAFE = /[\x00-\x1f\\\x7f-\x9f]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+// C0 controls, backslash, DEL, C1 controls (U+0080-U+009F), the bidi controls (marks, embeddings, overrides,
+// isolates: they reorder what a terminal shows), and UTF-16 surrogates without their pair
+const UNSAFE = /[\x00-\x1f\\\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
 const hex2 = (b) => `\\x${b.toString(16).padStart(2, '0')}`;
 
 function escapeChar(c) {
@@ -60,6 +61,7 @@ function escapeChar(c) {
   if (code < 0x80) return hex2(code);
   // a C1 control as its UTF-8 bytes (\xc2\x9b): an invalid byte 0x9b is \x9b alone
   if (code <= 0x9f) return `${hex2(0xc2)}${hex2(code)}`;
+  if (code < 0xd800 || code > 0xdfff) return `\\u{${code.toString(16)}}`; // a bidi control
   return `\\u${code.toString(16)}`; // a lone surrogate (no UTF-8 form)
 }
 
@@ -86,7 +88,9 @@ function utf8Length(bytes, i) {
  * Traced text (a file name, a `comm`, a command line, a symbol) as a
  * terminal may show it, as `ls -b` and systemd do: C0 controls, DEL and C1
  * controls (U+0080-U+009F) escaped (`\e`, `\n`, `\t`, `\x7f`, `\xc2\x9b`),
- * a backslash doubled, so that the text shown is unambiguous. `text`: a
+ * the bidi controls too (U+061C, U+200E, U+200F, U+202A-U+202E,
+ * U+2066-U+2069: `\u{202e}`), a backslash doubled, so that the text shown
+ * is unambiguous and in its own order. `text`: a
  * string, or bytes (a Buffer or Uint8Array), whose invalid UTF-8 bytes are
  * `\xNN`. Anything else is turned into a string first. For text output
  * only: JSON output keeps the data exact.
