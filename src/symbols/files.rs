@@ -74,12 +74,20 @@ pub(super) fn open_regular(path: &Path, links: Links, cap: u64, what: &str) -> B
 /// The error for a file that did not open.
 fn open_error(e: &std::io::Error, shown: &str, links: Links, what: &str) -> BpfError {
   match e.raw_os_error() {
-    Some(libc::ENOENT) | Some(libc::ENOTDIR) => BpfError::new(Code::NotFound, format!("{what} {shown} does not exist")),
+    Some(libc::ENOENT) | Some(libc::ENOTDIR) => BpfError::new(
+      Code::NotFound,
+      format!("{what} {shown} does not exist (check the path, and that the process whose file it is still runs)"),
+    ),
     Some(libc::ELOOP) if links == Links::Refuse => BpfError::new(
       Code::InvalidObject,
       format!("{what} {shown} is a symbolic link: not followed in a path the traced process controls"),
     ),
-    Some(libc::EACCES) | Some(libc::EPERM) => BpfError::new(Code::Permission, format!("reading {what} {shown}: {e}")),
+    Some(libc::EACCES) | Some(libc::EPERM) => BpfError::new(
+      Code::Permission,
+      format!(
+        "reading {what} {shown}: {e} (run as root: another user's process's files need CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH)"
+      ),
+    ),
     _ => BpfError::new(Code::InvalidObject, format!("reading {what} {shown}: {e}")),
   }
 }
@@ -202,7 +210,7 @@ pub(super) fn read_elf(path: &str) -> BpfResult<Vec<u8>> {
 }
 
 /// `/proc/PID/root/a/b` as (PID, `/a/b`).
-fn in_process_root(path: &str) -> Option<(u32, &str)> {
+pub(super) fn in_process_root(path: &str) -> Option<(u32, &str)> {
   let (pid, inside) = path.strip_prefix("/proc/")?.split_once("/root/")?;
   Some((pid.parse().ok()?, &path[path.len() - inside.len() - 1..]))
 }

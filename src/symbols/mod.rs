@@ -9,6 +9,7 @@
 //! - `dwarf`: `dwarfMemberOffset`
 //! - `flame_graph`: `flameGraph` (inferno)
 //! - `files`: bounded reads of files a traced process controls
+//! - `target_files`: `readTargetFile` and `statTargetFile` (files.rs's reads, for JS)
 //! - `perf_map`: the perf map of a process (JIT frames)
 //! - `kallsyms`: kernel addresses to names, readable on the libuv thread pool
 
@@ -19,3 +20,4 @@ mod flame_graph;
 mod kallsyms;
 mod perf_map;
 mod symbolizer;
+mod target_files;
