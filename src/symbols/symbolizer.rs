@@ -69,8 +69,8 @@ pub struct Symbolizer {
   /// identity (None: a file refused, not tried again).
   copies: RefCell<HashMap<FileId, Option<File>>>,
   copied: Cell<u64>,
-  /// Each process's perf map, parsed, by pid.
-  perf_maps: RefCell<HashMap<u32, PerfMap>>,
+  /// Each process's perf map, parsed, by pid (within a budget of bytes).
+  perf_maps: RefCell<perf_map::Cache>,
   /// /proc/kallsyms, read once (perhaps ahead, by `preloadKernel`).
   kallsyms: KallsymsCell,
 }
@@ -130,10 +130,11 @@ fn end_offset(end: Option<i64>) -> BpfResult<Option<u64>> {
     .transpose()
 }
 
-/// The JIT frame of `map` that covers `addr`.
+/// The JIT frame of `map` that covers `addr` (its name copied out of the
+/// map for JavaScript: at most perf_map::MAX_NAME bytes and a mark).
 fn jit_frame(map: &PerfMap, addr: u64) -> Option<Frame> {
-  map.find(addr).map(|(s, offset)| Frame {
-    name: Some(s.name.clone()),
+  map.find(addr).map(|(name, offset)| Frame {
+    name: Some(name.to_string()),
     module: None,
     offset: offset.min(u64::from(u32::MAX)) as u32,
     file: None,
@@ -201,7 +202,7 @@ impl Symbolizer {
         inner: BlazeSymbolizer::new(),
         copies: RefCell::new(HashMap::new()),
         copied: Cell::new(0),
-        perf_maps: RefCell::new(HashMap::new()),
+        perf_maps: RefCell::new(perf_map::Cache::new(perf_map::MAX_CACHED_BYTES)),
         kallsyms: KallsymsCell::default(),
       })
     })
@@ -279,10 +280,10 @@ impl Symbolizer {
   /// None when it has none or one that is no regular file or a link.
   fn with_perf_map<T>(&self, pid: u32, place: Place, end: Option<u64>, f: impl FnOnce(&PerfMap) -> T) -> Option<T> {
     let mut perf_maps = self.perf_maps.borrow_mut();
-    let cached = perf_maps.remove(&pid);
+    let cached = perf_maps.take(pid);
     let map = perf_map::load(pid, place, cached, end).ok()??;
     let out = f(&map);
-    perf_maps.insert(pid, map);
+    perf_maps.put(pid, map);
     Some(out)
   }
 
