@@ -678,12 +678,59 @@ export interface ProgramStats {
 }
 
 /**
+ * Reads a file that a traced process controls, never blocking, following
+ * no link it planted and reading no FIFO or device: `ENOENT` when it does
+ * not exist, `EPERM` when not allowed, `ERR_BPF_INVALID_OBJECT` when it is
+ * a FIFO, a device, a directory, a symbolic link, or too big.
+ */
+export declare function readTargetFile(path: string, options?: TargetFileOptions | undefined | null): Buffer
+
+/**
+ * The size and identity (device, inode, modification time) of a file that
+ * a traced process controls, opened and checked as `readTargetFile` opens
+ * it, and not read.
+ */
+export declare function statTargetFile(path: string, options?: TargetFileOptions | undefined | null): TargetFileStat
+
+/**
  * The names of the syscalls of `arch` (`x86_64` or `arm64`; default: the
  * architecture this runs on), indexed by syscall number, '' where no
  * syscall has the number: `syscallNames('x86_64')[257]` is `openat`.
  * x86_64's x32 syscalls (512 and up) are not in it.
  */
 export declare function syscallNames(arch?: 'x86_64' | 'arm64'): Array<string>
+
+/** Where and how much of a target's file to read. */
+export interface TargetFileOptions {
+  /**
+   * The path is inside process `pid`'s root (`/tmp/jit-42.dump`), resolved
+   * there as the process would resolve it: an absolute link stays inside,
+   * no magic links, and no link as last component.
+   */
+  pid?: number
+  /** The first byte read (default 0). Past the end: an empty Buffer. */
+  offset?: number
+  /**
+   * The most bytes read (default: the rest of the file, which must then be
+   * at most 64 MiB; at most 256 MiB in any case).
+   */
+  length?: number
+  /**
+   * Follow the kernel's magic link `/proc/PID/exe` or
+   * `/proc/PID/map_files/START-END`: the very file mapped, even deleted or
+   * replaced at its path. Refused for any other path.
+   */
+  follow?: boolean
+}
+
+/** What `statTargetFile` tells of a file. */
+export interface TargetFileStat {
+  size: number
+  dev: number
+  ino: number
+  /** The modification time, in milliseconds since the epoch. */
+  mtimeMs: number
+}
 
 /**
  * The tracefs root tracepoints are read from: `/sys/kernel/tracing` (or

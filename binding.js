@@ -853,5 +853,7 @@ module.exports.kprobeExists = nativeBinding.kprobeExists
 module.exports.libraryThreads = nativeBinding.libraryThreads
 module.exports.openObject = nativeBinding.openObject
 module.exports.possibleCpus = nativeBinding.possibleCpus
+module.exports.readTargetFile = nativeBinding.readTargetFile
+module.exports.statTargetFile = nativeBinding.statTargetFile
 module.exports.syscallNames = nativeBinding.syscallNames
 module.exports.tracefsRoot = nativeBinding.tracefsRoot
