@@ -514,6 +514,8 @@ export interface ProfileOptions {
   maxSeconds?: number
   /** Whether JavaScript frames are walked in the kernel and named from V8's own data, no node flags needed (default true); false: from the perf map alone. */
   v8?: boolean
+  /** Whether JavaScript frames are put at their original places through their scripts' source maps (`//# sourceMappingURL=`: a file or an inline base64 data: URL), in pprof, folded stacks and `.cpuprofile` (default true). */
+  sourceMaps?: boolean
 }
 
 /** A frame of a profile's stack. */
@@ -527,8 +529,10 @@ export interface ProfileFrame {
   column?: number
   /** A JavaScript frame named from V8's data: its tier (`interpreted`, `baseline`, `maglev`, `turbofan`, `builtin`, `stub`, `unnamed`). */
   tier?: string
-  /** A JavaScript frame named from V8's data without its line (or its name): why. */
+  /** A JavaScript frame named from V8's data without its line (or its name), or one its source map could not place: why. */
   reason?: string
+  /** A JavaScript frame placed by its source map: where it was in the generated script. */
+  generated?: { file: string; line: number; column?: number }
   /** The functions inlined at this frame's address, innermost first. */
   inlined?: ProfileFrame[]
   module?: string
@@ -576,6 +580,29 @@ export declare class ProfileWindow {
   folded(kind?: ProfileKind): string
   /** A flame graph (SVG). */
   flameGraph(kind?: ProfileKind, options?: FlameGraphOptions): string
+  /**
+   * The window as a `.cpuprofile` (the JSON `node --cpu-prof` writes: Chrome DevTools, VS Code, speedscope): the main
+   * thread's stacks (default), every thread's under a node each (`thread: 'all'`), or one thread's (its tid). The
+   * samples are laid out stack by stack a sampling period apart (off CPU: 1 ms each): totals are right, the order in
+   * time is not kept. `JSON.stringify` it to a `.cpuprofile` file.
+   */
+  cpuprofile(kind?: ProfileKind, options?: { thread?: 'main' | 'all' | number }): CpuProfile
+}
+
+/** A `.cpuprofile`: V8's Profiler.Profile (times in µs; lineNumber and columnNumber 0-based, -1 where none). */
+export interface CpuProfile {
+  nodes: {
+    id: number
+    callFrame: { functionName: string; scriptId: string; url: string; lineNumber: number; columnNumber: number }
+    hitCount: number
+    children: number[]
+    /** The lines (1-based) of the node's own samples. */
+    positionTicks?: { line: number; ticks: number }[]
+  }[]
+  startTime: number
+  endTime: number
+  samples: number[]
+  timeDeltas: number[]
 }
 
 /** A running push (`profiler.push()`). */
@@ -594,7 +621,7 @@ export declare class Profiler {
   readonly busy: boolean
   /** Samples for `seconds` (0 < seconds <= maxSeconds); ERR_BPF_BUSY while another window runs. */
   collect(options: { seconds: number; signal?: AbortSignal }): Promise<ProfileWindow>
-  /** A handler of `GET {prefix}/profile?seconds=N` and `{prefix}/offcpu?seconds=N` (prefix `/debug/pprof`): true if it answered. */
+  /** A handler of `GET {prefix}/profile?seconds=N` and `{prefix}/offcpu?seconds=N` (prefix `/debug/pprof`; `&format=cpuprofile` for a `.cpuprofile`, `&thread=all` or a tid): true if it answered. */
   handler(options?: { prefix?: string; defaultSeconds?: number }): (req: import('node:http').IncomingMessage, res: import('node:http').ServerResponse) => boolean
   /** Pushes a window every `every` seconds (default 15) to Pyroscope's `POST {url}/ingest`. */
   push(options: { url: string; name: string; labels?: Record<string, string>; every?: number; kinds?: ProfileKind[]; headers?: Record<string, string>; onError?: (err: Error) => void }): ProfilePush

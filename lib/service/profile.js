@@ -38,6 +38,8 @@ const { objectPath } = require('../core/objects');
 const { codedError } = require('../core/validate');
 const stacks = require('../frames/stacks');
 const pprof = require('./pprof');
+const { toCpuProfile } = require('./cpuprofile');
+const { SourceMaps } = require('../frames/sourcemap');
 const tick = require('./tick');
 const { kernelIds, inInitialNamespace, checkOwnProc } = require('../host/pidns');
 
@@ -140,10 +142,10 @@ function checkOptions(options) {
   if (options !== undefined && (options === null || typeof options !== 'object')) {
     throw codedError('ERR_INVALID_ARG_TYPE', `profile(options): options must be an object, got ${options}`);
   }
-  const known = ['frequency', 'clock', 'threads', 'offCpu', 'offCpuEvent', 'minOffCpu', 'idle', 'preempted', 'maxSeconds', 'v8'];
+  const known = ['frequency', 'clock', 'threads', 'offCpu', 'offCpuEvent', 'minOffCpu', 'idle', 'preempted', 'maxSeconds', 'v8', 'sourceMaps'];
   const unknown = Object.keys(options ?? {}).filter((k) => !known.includes(k));
   if (unknown.length) throw codedError('ERR_BPF_UNKNOWN_NAME', `profile(): no option named ${unknown.join(', ')}; the options are ${known.join(', ')}`);
-  const o = { frequency: DEFAULT_FREQUENCY, clock: 'auto', threads: 'all', offCpu: true, offCpuEvent: 'sched_switch', minOffCpu: 0.001, idle: false, preempted: false, maxSeconds: DEFAULT_MAX_SECONDS, v8: true, ...options };
+  const o = { frequency: DEFAULT_FREQUENCY, clock: 'auto', threads: 'all', offCpu: true, offCpuEvent: 'sched_switch', minOffCpu: 0.001, idle: false, preempted: false, maxSeconds: DEFAULT_MAX_SECONDS, v8: true, sourceMaps: true, ...options };
   if (!OFF_CPU_EVENTS.includes(o.offCpuEvent)) {
     throw codedError('ERR_BPF_INVALID_VALUE', `profile(): offCpuEvent is what runs the off-CPU program, ${OFF_CPU_EVENTS.map((e) => `'${e}'`).join(' or ')} (default 'sched_switch'), got ${o.offCpuEvent}`);
   }
@@ -163,7 +165,7 @@ function checkOptions(options) {
   if (typeof o.maxSeconds !== 'number' || !(o.maxSeconds > 0 && o.maxSeconds <= 86400)) {
     throw codedError('ERR_BPF_INVALID_VALUE', `profile(): maxSeconds is the longest window, in seconds (at most 86400, default ${DEFAULT_MAX_SECONDS}), got ${o.maxSeconds}`);
   }
-  for (const k of ['offCpu', 'idle', 'preempted', 'v8']) if (typeof o[k] !== 'boolean') throw codedError('ERR_INVALID_ARG_TYPE', `profile(): ${k} is true or false, got ${o[k]}`);
+  for (const k of ['offCpu', 'idle', 'preempted', 'v8', 'sourceMaps']) if (typeof o[k] !== 'boolean') throw codedError('ERR_INVALID_ARG_TYPE', `profile(): ${k} is true or false, got ${o[k]}`);
   return o;
 }
 
@@ -201,6 +203,22 @@ class ProfileWindow {
     );
   }
 
+  /**
+   * The window's `kind` stacks as a `.cpuprofile` (the JSON object `node
+   * --cpu-prof` writes: Chrome DevTools, VS Code, speedscope): the main
+   * thread's by default, `{ thread: 'all' }` every thread's (each under a
+   * node named after it) or `{ thread: tid }` one's. Samples are laid out
+   * stack by stack, a sampling period apart (off CPU: 1 ms each): the
+   * totals are right, the timeline's order is not the order they ran in
+   * (lib/service/cpuprofile.js).
+   * @param {'cpu' | 'offCpu'} [kind]
+   * @param {{ thread?: 'main' | 'all' | number }} [options]
+   */
+  cpuprofile(kind = 'cpu', options = {}) {
+    checkKind(kind);
+    return toCpuProfile(/** @type {any} */ (this), kind, options);
+  }
+
   /** A flame graph (SVG, inferno) of the window's `kind` stacks. */
   flameGraph(kind = 'cpu', options = {}) {
     const title = kind === 'cpu' ? `CPU, ${this.frequency} Hz, ${this.durationNs / 1e9} s` : `Off CPU (main thread), ${this.durationNs / 1e9} s`;
@@ -231,6 +249,7 @@ class Profiler {
   #walk = null; // the walked stacks, kept from window to window (V8Frames.walkState), or null
   #clock = 'cpu-clock'; // what takes the CPU samples: 'tick' or 'cpu-clock' ('auto' resolved)
   #clockWhy = null; // clock 'auto' where the tick could not be used: why
+  #sourceMaps = null; // JS frames at their source-mapped places (lib/frames/sourcemap.js), or null: sourceMaps: false
 
   /**
    * The tick's hrtimer functions (lib/service/tick.js), or none for cpu-clock.
@@ -284,6 +303,7 @@ class Profiler {
     }
     this.#obj = obj;
     this.#symbolizer = new stacks.StackSymbolizer(native);
+    if (this.#options.sourceMaps) this.#sourceMaps = new SourceMaps({ pid: process.pid });
     // this process's V8 layout: the programs walk its JS frames (bpf/v8.bpf.h); v8: false leaves them to the perf map
     try {
       if (this.#options.v8) this.#v8Error = this.#symbolizer.v8.watch(obj, process.pid, this.#ids.tgid);
@@ -537,6 +557,7 @@ class Profiler {
         frames: [...kernelFrames, ...userFrames],
       });
     }
+    const mapped = this.#mapSources(out);
     for (const map of this.#windowMaps()) obj.getMap(map).clear();
     obj.setGlobalVariable('dropped_samples', 0n);
     const v8Dropped = Number(obj.getGlobalVariable('v8_dropped'));
@@ -559,8 +580,45 @@ class Profiler {
     if (this.#v8Error) notes.push(`JavaScript frames are not named from V8's data: ${this.#v8Error.message}`);
     if (!perfMap && (this.#v8Error || !this.#symbolizer.v8.names)) notes.push(`no perf map (/tmp/perf-${process.pid}.map): JavaScript frames are unnamed; run node with --perf-basic-prof (or --perf-basic-prof-only-functions --interpreted-frames-native-stack)`);
     if (v8Dropped) notes.push(`${v8Dropped} stacks' JavaScript frames not kept, their table was full: named from the perf map, if any`);
+    if (mapped.failed) notes.push(`${mapped.failed} JavaScript frames not at their source-mapped places: ${mapped.reason}`);
     if (dropped.samples || dropped.offCpu) notes.push(`not counted, their table was full: ${dropped.samples} CPU samples, ${dropped.offCpu} off-CPU intervals`);
     return { startNs, durationNs, periodNs, frequency: clock.frequency, perfMap, dropped, ...(preempted && { preempted }), notes, ...out };
+  }
+
+  /**
+   * The JS frames of `out`'s stacks at their original places (source
+   * maps), in place: each frame once (frames are shared among stacks; the
+   * caller it is first seen under names it). Returns how many frames a map
+   * could not place, and the first reason.
+   */
+  #mapSources(out) {
+    const result = { failed: 0, reason: '' };
+    if (!this.#sourceMaps) return result;
+    const done = new Map(); // frame -> mapped
+    for (const s of [...out.cpu, ...out.offCpu]) {
+      s.frames = s.frames.map((f, i) => {
+        if (f.kind !== 'js') return f;
+        if (done.has(f)) return done.get(f);
+        const next = s.frames[i + 1];
+        let m = f;
+        try {
+          m = this.#sourceMaps.map(f, next?.inlined?.[0] ?? next);
+        } catch (err) {
+          // (a map the checks let through that trace-mapping could not read: the generated place stays)
+          m = { ...f, reason: `source map: ${err.message}` };
+        }
+        // (a frame the map could not place: a reason of its own, no generated place)
+        const pairs = [[f, m], ...(f.inlined ?? []).map((g, k) => [g, m.inlined?.[k] ?? g])];
+        for (const [g, h] of pairs) {
+          if (h === g || h.generated || h.reason === g.reason) continue;
+          result.failed++;
+          result.reason ||= h.reason;
+        }
+        done.set(f, m);
+        return m;
+      });
+    }
+    return result;
   }
 
   #localTid(kernelTid) {
@@ -577,12 +635,15 @@ class Profiler {
    * A request handler for a service's own HTTP server, Go's convention
    * (what Parca and Pyroscope scrape): `GET {prefix}/profile?seconds=N`
    * (CPU) and `{prefix}/offcpu?seconds=N` (the main thread off the CPU)
-   * answer a gzipped pprof of the next N seconds (default 30). Returns
+   * answer a gzipped pprof of the next N seconds (default 30);
+   * `&format=cpuprofile` a `.cpuprofile` (JSON: Chrome DevTools, VS Code,
+   * speedscope) of the main thread, `&thread=all` (or a tid) of others. Returns
    * `(req, res) => boolean`: true if it answered the request (its path was
-   * one of those). Bad `seconds`: 400; a window already running: 409.
+   * one of those). Bad `seconds`, `format` or `thread`: 400; a window
+   * already running: 409.
    */
   handler({ prefix = '/debug/pprof', defaultSeconds = 30 } = {}) {
-    const routes = { [`${prefix}/profile`]: 'cpu', [`${prefix}/offcpu`]: 'offCpu' };
+    const routes = /** @type {Record<string, 'cpu' | 'offCpu'>} */ ({ [`${prefix}/profile`]: 'cpu', [`${prefix}/offcpu`]: 'offCpu' });
     return (req, res) => {
       const url = new URL(req.url, 'http://localhost');
       const kind = routes[url.pathname];
@@ -602,6 +663,17 @@ class Profiler {
         fail(400, `${url.pathname}: seconds must be a number above 0 and at most ${this.#options.maxSeconds}, got ${JSON.stringify(text)}`);
         return true;
       }
+      const format = url.searchParams.get('format') ?? 'pprof';
+      if (format !== 'pprof' && format !== 'cpuprofile') {
+        fail(400, `${url.pathname}: format is pprof (default) or cpuprofile, got ${JSON.stringify(format)}`);
+        return true;
+      }
+      const threadText = url.searchParams.get('thread') ?? 'main';
+      const thread = /^[1-9]\d{0,9}$/.test(threadText) ? Number(threadText) : threadText;
+      if (format === 'cpuprofile' && thread !== 'main' && thread !== 'all' && typeof thread !== 'number') {
+        fail(400, `${url.pathname}: thread is main (default), all or a thread id, got ${JSON.stringify(threadText)}`);
+        return true;
+      }
       if (this.closed) {
         fail(503, `${url.pathname}: the profiler is closed`);
         return true;
@@ -619,8 +691,11 @@ class Profiler {
         (w) => {
           res.off('close', gone);
           if (ended.signal.aborted) return;
-          const body = w.pprof(kind);
-          res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-disposition': `attachment; filename="${kind === 'cpu' ? 'profile' : 'offcpu'}.pb.gz"`, 'content-length': body.length });
+          const name = kind === 'cpu' ? 'profile' : 'offcpu';
+          const cpuprofile = format === 'cpuprofile';
+          const body = cpuprofile ? Buffer.from(JSON.stringify(w.cpuprofile(kind, { thread: /** @type {any} */ (thread) }))) : w.pprof(kind);
+          const type = cpuprofile ? 'application/json' : 'application/octet-stream';
+          res.writeHead(200, { 'content-type': type, 'content-disposition': `attachment; filename="${name}.${cpuprofile ? 'cpuprofile' : 'pb.gz'}"`, 'content-length': body.length });
           res.end(req.method === 'HEAD' ? undefined : body);
         },
         (err) => {
