@@ -6,13 +6,18 @@
 // hang. The cases run in child processes, 100 to a child, and each child
 // says which case it starts before running it, so a crash pins the case.
 //
-// The seed is random and printed; FUZZ_SEED=<n> replays a run, FUZZ_CASES
-// sets how many cases (default 5000). New kinds of crashers are written to
-// __test__/fixtures/fuzz/ (up to 20 files there; not with FUZZ_NO_KEEP=1, nor in CI)
-// and loaded again by the regression test at the end of this file.
+// A commit gives the same answer on every run: the seeds are a fixed list
+// (SEEDS, 1000 cases each), and then every file of the libFuzzer corpus
+// (fuzz/object/corpus/, kept by the coverage-guided campaign) and every
+// crasher found so far (fixtures/fuzz/) is loaded the same way.
+// FUZZ_SEED=<n> runs that one seed instead (5000 cases: how `npm run fuzz`
+// runs a random one, and how its crash is replayed), FUZZ_CASES sets how many
+// cases each seed runs. New kinds of crashers are written to
+// __test__/fixtures/fuzz/ (up to 30 files there; not with FUZZ_NO_KEEP=1, nor in CI).
 //
 // This file is also the child: `node fuzz.test.js run <seed> <from> <to>`
-// runs cases, `node fuzz.test.js open <file>` loads one file, and
+// runs cases, `node fuzz.test.js files <from> <to>` loads files of the corpus
+// and fixtures, `node fuzz.test.js open <file>` loads one file, and
 // `node fuzz.test.js write <seed> <case> <file>` writes a case's bytes.
 const fs = require('node:fs');
 const path = require('node:path');
@@ -20,6 +25,9 @@ const crypto = require('node:crypto');
 
 // small and large objects, with maps of every kind, globals and BTF
 const BASES = ['stream', 'bashreadline', 'openat', 'syscall_hist', 'types', 'tcpretrans'];
+// the seeds `npm test` runs (the first two found crashers before their fixes)
+const SEEDS = [1280505699, 1711148836, 1, 2, 3];
+const CASES_PER_SEED = 1000;
 const BATCH = 100;
 // a case without an answer this long is a hang: a mutated map size can make
 // the kernel allocate and zero gigabytes (FUZZ_SEED=1711148836 case 4508,
@@ -27,9 +35,10 @@ const BATCH = 100;
 // beside another child), which is slow, not hung
 const CASE_TIMEOUT_MS = 60_000;
 const FIXTURES = path.join(__dirname, 'fixtures', 'fuzz');
+const CORPUS = path.join(__dirname, '..', 'fuzz', 'object', 'corpus');
 // new crashers written per run, and at most in the directory
 const KEEP_CRASHERS = 10;
-const MAX_FIXTURES = 20;
+const MAX_FIXTURES = 30;
 
 // ---- deterministic cases -------------------------------------------------
 
@@ -185,6 +194,12 @@ function makeCase(seed, id, bases) {
   return { id, base: base.name, bytes: buf, kind: what.map((w) => w.split(' ')[0]).join('+'), what: what.join('; ') };
 }
 
+/** The files every run loads: the libFuzzer corpus, then the crashers found so far (sorted: the same list in parent and child). */
+function replayFiles() {
+  const list = (dir, keep) => (fs.existsSync(dir) ? fs.readdirSync(dir).filter(keep).sort().map((f) => path.join(dir, f)) : []);
+  return [...list(CORPUS, (f) => !f.startsWith('.')), ...list(FIXTURES, (f) => f.endsWith('.bpf.o'))];
+}
+
 function readBases() {
   const { objectPath } = require('./helpers');
   return BASES.map((name) => ({ name, bytes: fs.readFileSync(objectPath(name)) }));
@@ -226,6 +241,15 @@ function child() {
   }
   if (mode === 'open') {
     say(`result ${JSON.stringify(exercise(bpf, fs.readFileSync(args[0])))}`);
+    return;
+  }
+  if (mode === 'files') {
+    const files = replayFiles();
+    for (let id = Number(args[0]); id < Number(args[1]); id++) {
+      say(`run ${id}`);
+      // by path, as users load objects (the file check reads it whole)
+      say(`done ${id} ${JSON.stringify(exercise(bpf, files[id]))}`);
+    }
     return;
   }
   const [seed, from, to] = args.map(Number);
@@ -306,80 +330,114 @@ const isRoot = process.getuid && process.getuid() === 0;
 const missing = BASES.filter((name) => !fs.existsSync(objectPath(name)));
 const skip = !isRoot ? 'needs root (the objects are loaded into the kernel)' : missing.length ? `run npm run build first (missing ${missing.join(', ')})` : false;
 
-if (['run', 'open', 'write'].includes(process.argv[2])) {
+/** Runs the batches (each an async function) two at a time: the kernel's verifier runs in each child. */
+async function inParallel(batches) {
+  const workers = Math.max(1, Math.min(2, os.availableParallelism ? os.availableParallelism() : os.cpus().length));
+  await Promise.all(Array.from({ length: workers }, async () => {
+    while (batches.length > 0) await batches.shift()();
+  }));
+}
+
+/** Batches of BATCH cases [0, n), each calling `run(from, to)`. */
+function batchesOf(n, run) {
+  const out = [];
+  for (let from = 0; from < n; from += BATCH) out.push(() => run(from, Math.min(n, from + BATCH)));
+  return out;
+}
+
+/** Tallies results: loaded, the codes of refusals, the children's deaths, and failures that were not coded Errors. */
+function tallyResults(results, crashOf) {
+  const codes = new Map();
+  const crashed = [];
+  const bad = [];
+  let loaded = 0;
+  results.forEach((res, id) => {
+    if (res.outcome) {
+      if (res.outcome.length === 0) loaded++;
+      for (const o of res.outcome) {
+        if (o.includes(':BAD ')) bad.push({ id, o });
+        else codes.set(o, (codes.get(o) || 0) + 1);
+      }
+    } else crashed.push(crashOf(id, res));
+  });
+  return { codes, crashed, bad, loaded };
+}
+
+const codeList = (codes) => [...codes].sort((a, b) => b[1] - a[1]).map(([c, n]) => `${c} x${n}`).join(', ');
+
+if (['run', 'files', 'open', 'write'].includes(process.argv[2])) {
   child();
 } else {
   test('mutated and truncated BPF objects: a coded Error or success, never a signal or a hang', { skip }, async (t) => {
-    const seed = process.env.FUZZ_SEED ? Number(process.env.FUZZ_SEED) : crypto.randomInt(1, 2 ** 31);
-    const cases = process.env.FUZZ_CASES ? Number(process.env.FUZZ_CASES) : 5000;
-    const line = `fuzz seed ${seed}: replay with FUZZ_SEED=${seed}`;
+    const seeds = process.env.FUZZ_SEED ? [Number(process.env.FUZZ_SEED)] : SEEDS;
+    const cases = process.env.FUZZ_CASES ? Number(process.env.FUZZ_CASES) : process.env.FUZZ_SEED ? 5000 : CASES_PER_SEED;
+    const line = `fuzz seeds ${seeds.join(', ')}, ${cases} cases each: replay one with FUZZ_SEED=<seed> FUZZ_CASES=${cases}`;
     console.log(line); // right away, in case the run never ends
     t.diagnostic(line);
     const started = Date.now();
-    const results = new Array(cases);
-    const batches = [];
-    for (let from = 0; from < cases; from += BATCH) batches.push([from, Math.min(cases, from + BATCH)]);
-    // two children at a time (the kernel's verifier runs in each)
-    const workers = Math.max(1, Math.min(2, os.availableParallelism ? os.availableParallelism() : os.cpus().length));
-    await Promise.all(Array.from({ length: workers }, async () => {
-      while (batches.length > 0) {
-        const [from, to] = batches.shift();
-        await runBatch(seed, from, to, results);
-      }
-    }));
+    /** @type {Map<number, any[]>} */
+    const results = new Map(seeds.map((seed) => [seed, new Array(cases)]));
+    const died = ({ code, signal, hung, stderr }) => ({ died: hung ? 'hang' : signal || `exit code ${code}`, ...panicOf(stderr) });
+    await inParallel(seeds.flatMap((seed) => batchesOf(cases, (from, to) =>
+      runCases(from, to, results.get(seed), (start, onLine) => runChild(['run', String(seed), String(start), String(to)], onLine, CASE_TIMEOUT_MS), died, 'a fuzz child'))));
 
     const bases = readBases();
-    const codes = new Map();
-    const crashed = [];
-    const bad = [];
-    let loaded = 0;
-    results.forEach((res, id) => {
-      if (res.outcome) {
-        if (res.outcome.length === 0) loaded++;
-        for (const o of res.outcome) {
-          if (o.includes(':BAD ')) bad.push({ id, o });
-          else codes.set(o, (codes.get(o) || 0) + 1);
-        }
-      } else {
-        const c = { ...makeCase(seed, id, bases), ...res };
+    const all = { codes: new Map(), crashed: [], bad: [], loaded: 0 };
+    for (const seed of seeds) {
+      const r = tallyResults(results.get(seed), (id, res) => {
+        const c = { ...makeCase(seed, id, bases), ...res, seed };
         // a death without a Rust panic (a signal in C, a hang): one class per object and mutation
         c.slug = c.slug || `${c.died.replace(/\W+/g, '-').toLowerCase()}-${c.base}-${c.kind.replace(/\+/g, '-')}`;
-        crashed.push(c);
-      }
-    });
+        return c;
+      });
+      for (const [k, n] of r.codes) all.codes.set(k, (all.codes.get(k) || 0) + n);
+      all.crashed.push(...r.crashed);
+      all.bad.push(...r.bad.map((b) => ({ ...b, seed })));
+      all.loaded += r.loaded;
+    }
+    const { codes, crashed, bad, loaded } = all;
+    const total = cases * seeds.length;
     const secs = ((Date.now() - started) / 1000).toFixed(1);
-    t.diagnostic(`${cases} cases in ${secs} s: ${loaded} loaded, ${cases - loaded - crashed.length} refused with a code, ${crashed.length} crashed or hung`);
-    t.diagnostic(`codes (step:code x cases): ${[...codes].sort((a, b) => b[1] - a[1]).map(([c, n]) => `${c} x${n}`).join(', ')}`);
+    t.diagnostic(`${total} cases in ${secs} s: ${loaded} loaded, ${total - loaded - crashed.length} refused with a code, ${crashed.length} crashed or hung`);
+    t.diagnostic(`codes (step:code x cases): ${codeList(codes)}`);
     const tally = (key) => [...crashed.reduce((m, c) => m.set(key(c), (m.get(key(c)) || 0) + 1), new Map())].map(([k, n]) => `${k} x${n}`).join(', ');
     if (crashed.length > 0) t.diagnostic(`crashed: ${tally((c) => c.died)}; by class: ${tally((c) => c.slug)}`);
-    for (const c of crashed.slice(0, 20)) t.diagnostic(`case ${c.id} (${c.base}: ${c.what}): ${c.died === 'hang' ? `no answer for ${CASE_TIMEOUT_MS / 1000} s` : `${c.died}; ${c.panic}`}`);
+    for (const c of crashed.slice(0, 20)) t.diagnostic(`seed ${c.seed} case ${c.id} (${c.base}: ${c.what}): ${c.died === 'hang' ? `no answer for ${CASE_TIMEOUT_MS / 1000} s` : `${c.died}; ${c.panic}`}`);
     if (crashed.length > 20) t.diagnostic(`... and ${crashed.length - 20} more`);
     const kept = crashed.length > 0 && !process.env.FUZZ_NO_KEEP && !process.env.CI ? keepCrashers(crashed) : [];
     if (kept.length > 0) t.diagnostic(`new crashers kept in __test__/fixtures/fuzz/: ${kept.join(', ')}`);
-    for (const { id, o } of bad) t.diagnostic(`case ${id}: not a coded Error: ${o}`);
+    for (const { seed, id, o } of bad) t.diagnostic(`seed ${seed} case ${id}: not a coded Error: ${o}`);
 
-    assert.strictEqual(results.filter(Boolean).length, cases, 'every case ran');
+    assert.strictEqual(seeds.reduce((n, seed) => n + results.get(seed).filter(Boolean).length, 0), total, 'every case ran');
     assert.deepStrictEqual(bad, [], 'every failure is an Error with a string code');
-    assert.deepStrictEqual(crashed.map((c) => `case ${c.id}: ${c.died}`), [], `no case crashes or hangs (${line})`);
+    assert.deepStrictEqual(crashed.map((c) => `seed ${c.seed} case ${c.id}: ${c.died}`), [], `no case crashes or hangs (${line})`);
   });
 
-  test('the crashers found so far: each loads to success or a coded Error (child processes)', { skip }, async (t) => {
-    const files = fs.existsSync(FIXTURES) ? fs.readdirSync(FIXTURES).filter((f) => f.endsWith('.bpf.o')).sort() : [];
-    if (files.length === 0) {
-      t.skip('no crashers in __test__/fixtures/fuzz/');
-      return;
-    }
-    const failures = [];
-    for (const file of files) {
-      let outcome = /** @type {string[] | null} */ (null);
-      const { code, signal, hung, stderr } = await runChild(['open', path.join(FIXTURES, file)], (l) => {
-        if (l.startsWith('result ')) outcome = JSON.parse(l.slice(7));
-      }, CASE_TIMEOUT_MS);
-      const died = hung ? `no answer for ${CASE_TIMEOUT_MS / 1000} s (killed)` : signal || (code !== 0 ? `exit code ${code}` : null);
-      if (died || !outcome) failures.push(`${file}: ${died || 'no result'}${hung ? '' : `; ${panicOf(stderr).panic}`}`);
-      else if (outcome.some((o) => o.includes(':BAD '))) failures.push(`${file}: ${outcome.join(', ')}`);
-      else t.diagnostic(`${file}: ${outcome.length ? outcome.join(', ') : 'loaded'}`);
-    }
-    assert.deepStrictEqual(failures, [], `${failures.length} of ${files.length} crashers still fail`);
+  test('the libFuzzer corpus and the crashers found so far: each loads to success or a coded Error (child processes)', { skip }, async (t) => {
+    const files = replayFiles();
+    const crashers = files.filter((f) => path.dirname(f) === FIXTURES);
+    assert.ok(crashers.length >= 12, `the crashers are in __test__/fixtures/fuzz/ (found ${crashers.length})`);
+    const results = new Array(files.length);
+    const died = ({ code, signal, hung, stderr }) => ({ died: hung ? `no answer for ${CASE_TIMEOUT_MS / 1000} s (killed)` : signal || `exit code ${code}`, panic: panicOf(stderr).panic });
+    await inParallel(batchesOf(files.length, (from, to) =>
+      runCases(from, to, results, (start, onLine) => runChild(['files', String(start), String(to)], onLine, CASE_TIMEOUT_MS), died, 'a fuzz child')));
+    const { codes, crashed, bad, loaded } = tallyResults(results, (id, res) => ({ id, ...res }));
+    const name = (id) => path.relative(path.join(__dirname, '..'), files[id]);
+    t.diagnostic(`${files.length} files (${files.length - crashers.length} of fuzz/object/corpus/): ${loaded} loaded; ${codeList(codes)}`);
+    files.forEach((f, id) => {
+      if (crashers.includes(f) && results[id].outcome) t.diagnostic(`${path.basename(f)}: ${results[id].outcome.join(', ') || 'loaded'}`);
+    });
+    const failures = [
+      ...crashed.map((c) => `${name(c.id)}: ${c.died}; ${c.panic}`),
+      ...bad.map(({ id, o }) => `${name(id)}: not a coded Error: ${o}`),
+    ];
+    assert.deepStrictEqual(failures, [], `${failures.length} of ${files.length} files still fail`);
+    // the crasher whose class the ELF check refuses: refused at open, by the check
+    const kcfg = files.findIndex((f) => path.basename(f) === 'sigsegv-kcfg-extern-size--bashreadline.bpf.o');
+    assert.deepStrictEqual(results[kcfg].outcome, ['open:ERR_BPF_INVALID_OBJECT']);
+    // (in this process: the child showed it is refused before libbpf sees it)
+    const { bpf, throwsCode } = require('./helpers');
+    throwsCode(assert, () => bpf.loadBpfProgram(files[kcfg]), 'ERR_BPF_INVALID_OBJECT',
+      /sigsegv-kcfg-extern-size--bashreadline\.bpf\.o is not a valid BPF object: section \d+ \(\.BTF\): BTF variable \[\d+\] has a type of 2147483652 bytes .*; recompile it: npx node-libbpf build prog\.bpf\.c/);
   });
 }

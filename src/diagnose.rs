@@ -1,11 +1,13 @@
 //! Errors of opening and loading an object, made from libbpf's log: which
 //! program the verifier refused and why, and a file that is not an ELF
-//! object at all. No N-API here (src/object.rs and src/state.rs call
-//! these); why the kernel said no to this process is src/privileges.rs.
+//! object at all or a malformed one (src/elf_check.rs). No N-API here
+//! (src/object.rs and src/state.rs call these); why the kernel said no to
+//! this process is src/privileges.rs.
 
 use std::path::Path;
 
 use crate::{
+  elf_check,
   error::{err, BpfError, BpfResult, Code},
   libbpf_log,
 };
@@ -65,21 +67,39 @@ pub(crate) fn open_error(label: &str, e: &libbpf_rs::Error) -> BpfError {
   error
 }
 
-/// The object file must exist and be an ELF file (libbpf's own error for
-/// a C source is obscure).
+/// Files larger than this are refused before they are read (a BPF object is
+/// kilobytes; a sparse file can claim terabytes).
+const MAX_OBJECT: u64 = 1 << 30;
+
+/// The object file must exist, be a regular file and pass the ELF check
+/// (libbpf's own error for a C source is obscure, and it trusts the ELF
+/// structure: see src/elf_check.rs).
 pub(crate) fn check_elf_file(path: &str) -> BpfResult<()> {
-  use std::io::Read;
-  let mut file = std::fs::File::open(path).map_err(|e| match e.kind() {
+  use std::{io::Read, os::unix::fs::OpenOptionsExt};
+  let unreadable = |e: std::io::Error| BpfError::new(Code::InvalidObject, format!("cannot read BPF object {path}: {e}"));
+  // (O_NONBLOCK: a FIFO's open would wait for a writer)
+  let file = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path).map_err(|e| match e.kind() {
     std::io::ErrorKind::NotFound => {
       BpfError::new(Code::NotFound, format!("BPF object {path} does not exist (did `npm run build` compile it?)"))
     }
-    _ => BpfError::new(Code::InvalidObject, format!("cannot read BPF object {path}: {e}")),
+    _ => unreadable(e),
   })?;
-  let mut head = [0u8; 64];
-  let n = file.read(&mut head).unwrap_or(0);
-  check_elf_bytes(path, &head[..n])
+  let meta = file.metadata().map_err(unreadable)?;
+  if !meta.is_file() {
+    return err(Code::InvalidObject, format!("BPF object {path} is not a regular file"));
+  }
+  if meta.len() > MAX_OBJECT {
+    return err(
+      Code::InvalidObject,
+      format!("BPF object {path} is {} bytes, more than the {} MiB read at most", meta.len(), MAX_OBJECT >> 20),
+    );
+  }
+  let mut bytes = Vec::with_capacity(meta.len() as usize);
+  file.take(MAX_OBJECT).read_to_end(&mut bytes).map_err(unreadable)?;
+  check_elf_bytes(path, &bytes)
 }
 
+/// The ELF check of an object's bytes (`label`: its file name, or `the Buffer`).
 pub(crate) fn check_elf_bytes(label: &str, bytes: &[u8]) -> BpfResult<()> {
   if bytes.len() < 4 || &bytes[..4] != b"\x7fELF" {
     let what = if Path::new(label).extension().is_some_and(|e| e == "c") { " (a C source?)" } else { "" };
@@ -88,5 +108,10 @@ pub(crate) fn check_elf_bytes(label: &str, bytes: &[u8]) -> BpfResult<()> {
       format!("{label} is not an ELF file{what}; compile the BPF program first: npx node-libbpf build prog.bpf.c -o prog.bpf.o"),
     );
   }
-  Ok(())
+  elf_check::check(bytes).or_else(|problem| {
+    err(
+      Code::InvalidObject,
+      format!("{label} is not a valid BPF object: {problem}; recompile it: npx node-libbpf build prog.bpf.c -o prog.bpf.o"),
+    )
+  })
 }

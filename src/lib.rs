@@ -11,6 +11,7 @@ mod attach;
 mod btf;
 mod buffer;
 mod diagnose;
+mod elf_check;
 mod error;
 mod globals;
 mod iter;
