@@ -113,13 +113,16 @@ test('self-tracing: uv__io_poll of this node process, at the idle rate', async (
   const obj = bpf.loadBpfProgram(objectPath('uprobe'));
   t.after(() => obj.close());
   obj.attachUprobe(process.execPath, 'uv__io_poll', 'handle_io_poll', { pid: process.pid });
-  const timer = setInterval(() => {}, 50);
+  let ticks = 0;
+  const timer = setInterval(() => ticks++, 50);
   await sleep(1000);
   clearInterval(timer);
   const polls = Number(obj.getGlobalVariable('io_polls'));
-  // one loop iteration per timer tick (20/s), plus a few: no storm
-  t.diagnostic(`idle process with a 50 ms timer: ${polls} uv__io_poll calls in 1 s`);
-  assert.ok(polls >= 15 && polls <= 60, `${polls} uv__io_poll calls`);
+  // a loop iteration per timer tick (20/s on a machine that gives it the CPU; the ticks it ran are what it got), and
+  // a few others (the sleep's timer, V8's tasks): no storm
+  t.diagnostic(`idle process with a 50 ms timer: ${polls} uv__io_poll calls in 1 s, ${ticks} ticks`);
+  assert.ok(ticks >= 1, 'the timer ticked');
+  assert.ok(polls >= ticks && polls <= 2 * ticks + 20, `${polls} uv__io_poll calls for ${ticks} ticks`);
 });
 
 test('self-tracing through a ring buffer does not feed itself into a storm', async (t) => {
