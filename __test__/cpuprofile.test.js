@@ -141,7 +141,7 @@ describe('a profile of this process', { skip: asRoot }, () => {
     `'use strict';
 function hotLeaf(n) { let x = 0; for (let i = 0; i < n; i++) x = (x + Math.sqrt(i)) % 1e9; return x; }
 function statLeaf(n) { let s = 0; for (let i = 0; i < n; i++) s += require('node:fs').statSync('/proc/self/stat').size; return s; }
-module.exports = async (ms) => { const end = Date.now() + ms; let s = 0; while (Date.now() < end) { s += hotLeaf(200000) + statLeaf(20); await new Promise((r) => setImmediate(r)); } return s; };
+module.exports = async (ms) => { const end = Date.now() + ms; let s = 0; while (Date.now() < end) { s += hotLeaf(100000) + statLeaf(300); await new Promise((r) => setImmediate(r)); } return s; };
 `,
   );
 
