@@ -41,6 +41,9 @@ function realDump(node, ms, script = WORKLOAD, flags = []) {
   return path.join(dir, file);
 }
 
+/** The addresses of code object `c`'s source positions (a JitDump's code: its DebugTable, `shift` from where they were written). */
+const addressesOf = (c) => Array.from(c.debug.addrs, (a) => a + c.shift);
+
 /** Whether `fn` throws nothing, or an Error with a string code. */
 function onlyCoded(fn) {
   try {
@@ -76,7 +79,7 @@ describe('lib/jitdump', () => {
     assert.equal(dump.frames(1), null, 'no code at address 1');
     // every address of every JavaScript code object gives a frame naming a function, or marked
     for (const c of dump.codes.filter((x) => x.info && x.debug)) {
-      for (const d of c.debug) for (const f of dump.code(d.addr) === c ? dump.frames(d.addr) : []) assert.match(f, /^(.+ \S+:\d+:\d+|\[inlined code at .*\])( \[holds inlined code: .*\])?$/);
+      for (const a of addressesOf(c)) for (const f of dump.code(a) === c ? dump.frames(a) : []) assert.match(f, /^(.+ \S+:\d+:\d+|\[inlined code at .*\])( \[holds inlined code: .*\])?$/);
     }
   });
 
@@ -89,7 +92,7 @@ describe('lib/jitdump', () => {
       const helper = `helper ${TURBOFAN}:4:16`;
       const seen = new Map();
       for (const c of dump.codes.filter((x) => x.info?.fn === 'outer' && x.info.tier === '*' && x.debug)) {
-        for (const d of c.debug) if (dump.code(d.addr) === c) seen.set(dump.frames(d.addr).join(' <- '), true);
+        for (const a of addressesOf(c)) if (dump.code(a) === c) seen.set(dump.frames(a).join(' <- '), true);
       }
       assert.ok(seen.has(`${helper} <- ${outer}`), `helper inlined in outer's TurboFan code, named: ${[...seen.keys()].join(' | ')}`);
       assert.ok(seen.has(outer), `outer's own code: ${[...seen.keys()].join(' | ')}`);
@@ -114,7 +117,7 @@ describe('lib/jitdump', () => {
         dump.refresh();
         inlinedAt = dump.codes
           .filter((c) => c.info?.fn === 'outer' && c.info.tier === '*' && c.debug)
-          .flatMap((c) => c.debug.map((d) => d.addr))
+          .flatMap(addressesOf)
           .filter((a) => dump.frames(a)?.length === 2);
       }
       assert.ok(dump, 'the jitdump found');
@@ -213,11 +216,11 @@ describe('lib/jitdump', () => {
   test('not a regular file, a symbolic link, not a jitdump: coded errors', () => {
     const link = path.join(tmp, 'link.dump');
     fs.symlinkSync(file, link);
-    assert.throws(() => new JitDump(link).refresh(), { code: 'ERR_BPF_INVALID_VALUE', message: /symbolic link/ });
-    assert.throws(() => new JitDump(tmp).refresh(), { code: 'ERR_BPF_INVALID_VALUE', message: /not a regular file/ });
+    assert.throws(() => new JitDump(link).refresh(), { code: 'ERR_BPF_INVALID_OBJECT', message: /symbolic link/ });
+    assert.throws(() => new JitDump(tmp).refresh(), { code: 'ERR_BPF_INVALID_OBJECT', message: /not a regular file/ });
     const fifo = path.join(tmp, 'fifo.dump');
     spawnSync('mkfifo', [fifo]);
-    assert.throws(() => new JitDump(fifo).refresh(), { code: 'ERR_BPF_INVALID_VALUE', message: /not a regular file/ });
+    assert.throws(() => new JitDump(fifo).refresh(), { code: 'ERR_BPF_INVALID_OBJECT', message: /not a regular file/ });
     const text = path.join(tmp, 'text.dump');
     fs.writeFileSync(text, 'x'.repeat(100));
     assert.throws(() => new JitDump(text).refresh(), { code: 'ERR_BPF_INVALID_VALUE', message: /not a jitdump/ });
@@ -230,7 +233,7 @@ describe('lib/jitdump', () => {
     const plain = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 5000)']);
     try {
       await sleep(1000);
-      assert.equal(findJitDump(child.pid), `/proc/${child.pid}/cwd/jit-${child.pid}.dump`);
+      assert.equal(findJitDump(child.pid), `/proc/${child.pid}/root${fs.realpathSync(tmp)}/jit-${child.pid}.dump`);
       assert.ok(fs.existsSync(findJitDump(child.pid)), 'there');
       assert.equal(findJitDump(child.pid, ['--perf-prof', '--perf-prof-path=/srv/../x']), `/proc/${child.pid}/root/x/jit-${child.pid}.dump`);
       assert.equal(findJitDump(plain.pid), null);

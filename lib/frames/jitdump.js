@@ -18,10 +18,15 @@
  *   flag that names it (`--no-maglev-inlining`).
  *
  * The dump belongs to the traced process (another user's, another
- * container's): it is read as hostile input. Opened without following a
- * final symbolic link, regular files only, read (never mapped) up to
- * `MAX_BYTES`, every length checked against what remains; a malformed record
- * ends the parse (what came before is kept), never a throw.
+ * container's): it is read as hostile input. Opened through the addon's
+ * readTargetFile (a path under /proc/PID/root resolved in the process's own
+ * root, no link as last component, regular files only, never blocking),
+ * read (never mapped) up to `MAX_BYTES`, every length checked against what
+ * remains; a malformed record ends the parse (what came before is kept),
+ * never a throw. What is kept is bounded too: at most MAX_CODES code
+ * objects, MAX_DEBUG_ENTRIES source positions (in typed arrays; a moved
+ * code object shares its original's, with the shift), MAX_NAME_BYTES of
+ * names; past a bound the parse ends there, and `limited` says why.
  *
  *   const { JitDump, findJitDump } = require('node-libbpf/lib/jitdump');
  *   const dump = new JitDump(findJitDump(pid));
@@ -30,6 +35,7 @@
  */
 const fs = require('fs');
 const path = require('path');
+const native = require('../core/native');
 const { namespacePid } = require('../host/procfs');
 const { codedError } = require('../core/validate');
 
@@ -42,6 +48,10 @@ const JIT_CODE_DEBUG_INFO = 2;
 const MAX_BYTES = 256 * 1024 * 1024; // what is read of one dump, at most
 const MAX_NAME = 4096; // a code object's or a file's name
 const MAX_DEBUG_RECORD = 16 * 1024 * 1024;
+const MAX_CODES = 1 << 18; // code objects kept (a move is one)
+const MAX_DEBUG_ENTRIES = 1 << 20; // source positions kept, all code objects together (24 bytes each)
+const MAX_NAME_BYTES = 32 * 1024 * 1024; // code objects' and files' names kept, together
+const MAX_FILES = 1 << 16; // distinct file names of source positions
 const ELF_HEADER_SIZE = 0x40; // V8 adds it to each debug entry's address (for perf inject)
 const CHUNK = 1024 * 1024;
 const GARBAGE = /[\x00-\x1f\x7f\ufffd]/; // in a file name: bytes V8 wrote from freed memory
@@ -62,31 +72,78 @@ function parseCodeName(name) {
   return { osr: m[1] === 'o', tier: m[2], fn: m[3] || '(anonymous)', file: m[4], line: Number(m[5]), column: Number(m[6]) };
 }
 
-/** Reads `fd` at any offset through a window of CHUNK bytes; never past `end`. */
+/** Reads a file at any offset (`read(offset, length)`: a Buffer) through a window of at least CHUNK bytes; never past `end`. */
 class Reader {
-  constructor(fd, end) {
-    this.fd = fd;
+  constructor(read, end) {
+    this.read = read;
     this.end = end;
-    this.buf = Buffer.alloc(CHUNK);
+    this.buf = Buffer.alloc(0);
     this.start = 0;
-    this.len = 0;
   }
 
   /** `n` bytes at `pos` (a view valid until the next call), or null past the end. */
   at(pos, n) {
     if (n < 0 || pos + n > this.end) return null;
-    if (pos >= this.start && pos + n <= this.start + this.len) return this.buf.subarray(pos - this.start, pos - this.start + n);
-    if (n > this.buf.length) this.buf = Buffer.alloc(n);
-    const want = Math.min(this.buf.length, this.end - pos);
-    let got = 0;
-    while (got < want) {
-      const r = fs.readSync(this.fd, this.buf, got, want - got, pos + got);
-      if (r === 0) break;
-      got += r;
-    }
+    if (pos >= this.start && pos + n <= this.start + this.buf.length) return this.buf.subarray(pos - this.start, pos - this.start + n);
+    this.buf = this.read(pos, Math.min(Math.max(n, CHUNK), this.end - pos));
     this.start = pos;
-    this.len = got;
-    return got >= n ? this.buf.subarray(0, n) : null;
+    return this.buf.length >= n ? this.buf.subarray(0, n) : null;
+  }
+}
+
+/**
+ * The source positions of one code object (JIT_CODE_DEBUG_INFO), sorted by
+ * address, in typed arrays (24 bytes an entry): `file(i)` is an index into
+ * the dump's `files`, -1 for a name V8 wrote as garbage. Iterates as
+ * `{ addr, line, column, file, nameSize }`, at the addresses it was written
+ * for (a moved code object's are `shift` away).
+ */
+class DebugTable {
+  constructor(n) {
+    this.length = n;
+    this.addrs = new Float64Array(n);
+    this.lines = new Uint32Array(n);
+    this.columns = new Uint32Array(n);
+    this.fileIds = new Int32Array(n);
+    this.nameSizes = new Uint32Array(n);
+  }
+
+  /** Entry `i` as an object, its file named from `files`. */
+  entry(i, files) {
+    const id = this.fileIds[i];
+    return { addr: this.addrs[i], line: this.lines[i], column: this.columns[i], file: id < 0 ? null : files[id], nameSize: this.nameSizes[i] };
+  }
+
+  /** The first `n` entries whose addresses are at least `min`, sorted by address. */
+  from(min, n = this.length) {
+    const keep = [];
+    for (let i = 0; i < n; i++) if (this.addrs[i] >= min) keep.push(i);
+    let sorted = true;
+    for (let k = 1; k < keep.length && sorted; k++) sorted = this.addrs[keep[k - 1]] <= this.addrs[keep[k]];
+    if (!sorted) keep.sort((a, b) => this.addrs[a] - this.addrs[b] || a - b);
+    if (sorted && keep.length === this.length) return this;
+    const out = new DebugTable(keep.length);
+    keep.forEach((i, k) => {
+      out.addrs[k] = this.addrs[i];
+      out.lines[k] = this.lines[i];
+      out.columns[k] = this.columns[i];
+      out.fileIds[k] = this.fileIds[i];
+      out.nameSizes[k] = this.nameSizes[i];
+    });
+    return out;
+  }
+
+  /** The index of the last entry at or before `address`, or -1. */
+  at(address) {
+    let lo = 0;
+    let hi = this.length - 1;
+    let found = -1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1;
+      if (this.addrs[mid] <= address) (found = mid), (lo = mid + 1);
+      else hi = mid - 1;
+    }
+    return found;
   }
 }
 
@@ -105,17 +162,25 @@ function cString(buf, off) {
 
 /** The code objects and source positions of one jitdump file, read as it grows. */
 class JitDump {
-  /** @param {string} file the dump (see `findJitDump`) */
+  /**
+   * @param {string} file the dump (see `findJitDump`): a path here, or under
+   *   /proc/PID/root (resolved in that process's root)
+   */
   constructor(file) {
     this.file = file;
     this.offset = 0; // where the next record starts
     this.identity = null; // dev:ino of the file read so far
-    this.codes = []; // { start, end, seq, name, info, debug: [{ addr, line, column, file }] | null }
+    this.codes = []; // { start, end, seq, name, info, debug: DebugTable | null, shift: where debug's addresses are now, less where they were written }
     this.pendingDebug = new Map(); // code address -> debug entries of the next load there
     this.byStart = new Map(); // code address -> the last code object loaded there
+    this.files = []; // the file names of source positions (DebugTable's file ids)
+    this.fileIds = new Map(); // file name -> its id
+    this.entries = 0; // source positions kept
+    this.nameBytes = 0; // bytes of names kept
     this.seq = 0;
     this.truncated = false; // MAX_BYTES reached
     this.malformed = null; // why parsing stopped early
+    this.limited = null; // which bound ended the parse (MAX_CODES, MAX_DEBUG_ENTRIES, MAX_NAME_BYTES)
     this.index = null;
     this.functions = null;
   }
@@ -127,29 +192,21 @@ class JitDump {
    * (`malformed` says why).
    */
   refresh() {
-    let fd;
-    try {
-      fd = fs.openSync(this.file, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK | fs.constants.O_NOFOLLOW);
-    } catch (err) {
-      throw codedError(err.code === 'ENOENT' ? 'ENOENT' : err.code === 'ELOOP' ? 'ERR_BPF_INVALID_VALUE' : err.code ?? 'EIO', `${this.file}: ${err.code === 'ELOOP' ? 'a symbolic link, not read' : err.message}`);
+    if (typeof native.statTargetFile !== 'function' || typeof native.readTargetFile !== 'function') {
+      throw codedError('ERR_BPF_NOT_SUPPORTED', `${this.file}: this addon cannot read another process's files (no readTargetFile): rebuild it (npm run build:addon)`);
     }
-    try {
-      const st = fs.fstatSync(fd);
-      if (!st.isFile()) throw codedError('ERR_BPF_INVALID_VALUE', `${this.file} is not a regular file: not read as a jitdump`);
-      const identity = `${st.dev}:${st.ino}`;
-      if (identity !== this.identity) this.#reset(identity);
-      const end = Math.min(st.size, MAX_BYTES);
-      if (st.size > MAX_BYTES) this.truncated = true;
-      if (this.malformed || end <= this.offset) return this;
-      const r = new Reader(fd, end);
-      if (this.offset === 0) this.offset = this.#header(r);
-      const before = this.codes.length;
-      this.#records(r);
-      if (this.codes.length !== before) this.index = this.functions = null;
-      return this;
-    } finally {
-      fs.closeSync(fd);
-    }
+    const st = native.statTargetFile(this.file); // ENOENT, EPERM, ERR_BPF_INVALID_OBJECT (a link, a FIFO, a directory)
+    const identity = `${st.dev}:${st.ino}`;
+    if (identity !== this.identity) this.#reset(identity);
+    const end = Math.min(st.size, MAX_BYTES);
+    if (st.size > MAX_BYTES) this.truncated = true;
+    if (this.malformed || this.limited || end <= this.offset) return this;
+    const r = new Reader((offset, length) => native.readTargetFile(this.file, { offset, length }), end);
+    if (this.offset === 0) this.offset = this.#header(r);
+    const before = this.codes.length;
+    this.#records(r);
+    if (this.codes.length !== before) this.index = this.functions = null;
+    return this;
   }
 
   #reset(identity) {
@@ -158,7 +215,10 @@ class JitDump {
     this.codes = [];
     this.pendingDebug.clear();
     this.byStart.clear();
-    this.malformed = null;
+    this.files = [];
+    this.fileIds.clear();
+    this.entries = this.nameBytes = 0;
+    this.malformed = this.limited = null;
     this.truncated = false;
     this.index = this.functions = null;
   }
@@ -184,7 +244,7 @@ class JitDump {
       if (id === JIT_CODE_LOAD) this.#load(r, body, bodySize);
       else if (id === JIT_CODE_MOVE) this.#move(r, body, bodySize);
       else if (id === JIT_CODE_DEBUG_INFO) this.#debugInfo(r, body, bodySize);
-      if (this.malformed) return;
+      if (this.malformed || this.limited) return;
       this.offset += size;
     }
   }
@@ -197,9 +257,19 @@ class JitDump {
     const codeSize = u64(b, 24);
     const name = cString(b, 40);
     if (!name || !(codeSize > 0) || !(start > 0) || 40 + (name[1] - 40) + codeSize > size) return void (this.malformed = `bad JIT_CODE_LOAD at offset ${pos}`);
+    if (this.nameBytes + name[0].length > MAX_NAME_BYTES) return void (this.limited = `names of more than ${MAX_NAME_BYTES >> 20} MiB`);
+    if (!this.#room()) return;
+    this.nameBytes += name[0].length;
     const debug = this.pendingDebug.get(start) ?? null;
     this.pendingDebug.delete(start);
-    this.#add({ start, end: start + codeSize, seq: this.seq++, name: name[0], info: parseCodeName(name[0]), debug });
+    this.#add({ start, end: start + codeSize, seq: this.seq++, name: name[0], info: parseCodeName(name[0]), debug, shift: 0 });
+  }
+
+  /** Whether one more code object is kept (else `limited` says why). */
+  #room() {
+    if (this.codes.length < MAX_CODES) return true;
+    this.limited = `more than ${MAX_CODES} code objects`;
+    return false;
   }
 
   #add(code) {
@@ -214,9 +284,10 @@ class JitDump {
     const from = u64(b, 16);
     const to = u64(b, 24);
     const code = this.byStart.get(from);
-    if (!code || !(to > 0)) return;
+    if (!code || !(to > 0) || !this.#room()) return;
     const shift = to - from;
-    this.#add({ ...code, start: to, end: code.end + shift, seq: this.seq++, debug: code.debug?.map((d) => ({ ...d, addr: d.addr + shift })) ?? null });
+    // (the source positions shared, not copied: the move's shift added to the code's own)
+    this.#add({ ...code, start: to, end: code.end + shift, seq: this.seq++, shift: code.shift + shift });
   }
 
   #debugInfo(r, pos, size) {
@@ -230,27 +301,60 @@ class JitDump {
     // Node 24's V8 writes some entries' file names from freed memory (garbage, NULs inside,
     // of the right length): where every entry has the same size, each is read at that
     // stride and a garbage name is null, its length kept
+    if (this.entries + n > MAX_DEBUG_ENTRIES) return void (this.limited = `more than ${MAX_DEBUG_ENTRIES} source positions`);
     const stride = n > 0 && (size - 16) % n === 0 ? (size - 16) / n : 0;
-    const entries = [];
+    const entries = new DebugTable(n);
+    const last = { start: -1, end: -1, id: -1 }; // the previous entry's name: most entries share it
     let off = 16;
     for (let i = 0; i < n; i++) {
       if (off + 17 > size) return void (this.malformed = `short JIT_CODE_DEBUG_INFO entry at offset ${pos + off}`);
-      const addr = u64(b, off) - ELF_HEADER_SIZE;
-      const line = b.readUInt32LE(off + 8);
-      const column = b.readUInt32LE(off + 12);
-      const name = cString(b, off + 16);
+      entries.addrs[i] = u64(b, off) - ELF_HEADER_SIZE;
+      entries.lines[i] = b.readUInt32LE(off + 8);
+      entries.columns[i] = b.readUInt32LE(off + 12);
+      const nul = b.indexOf(0, off + 16);
+      const name = nul >= 0 && nul - off - 16 <= MAX_NAME ? [off + 16, nul + 1] : null;
+      let ok;
       if (stride > 17 && stride - 16 <= MAX_NAME + 1) {
-        const nameSize = stride - 16;
-        const ok = name && name[1] === off + stride && !GARBAGE.test(name[0]);
-        entries.push({ addr, line, column, file: ok ? name[0] : null, nameSize });
+        entries.nameSizes[i] = stride - 16;
+        ok = name && name[1] === off + stride;
         off += stride;
-        continue;
+      } else {
+        if (!name || name[1] > size) return void (this.malformed = `bad JIT_CODE_DEBUG_INFO entry at offset ${pos + off}`);
+        entries.nameSizes[i] = name[1] - off - 16;
+        ok = true;
+        off = name[1];
       }
-      if (!name || name[1] > size) return void (this.malformed = `bad JIT_CODE_DEBUG_INFO entry at offset ${pos + off}`);
-      entries.push({ addr, line, column, file: GARBAGE.test(name[0]) ? null : name[0], nameSize: name[1] - off - 16 });
-      off = name[1];
+      entries.fileIds[i] = ok ? this.#fileId(b, name[0], name[1] - 1, last) : -1;
+      if (this.limited) return;
     }
-    if (code > 0) this.pendingDebug.set(code, entries.filter((e) => e.addr >= code).sort((a, b) => a.addr - b.addr));
+    if (code > 0) {
+      const kept = entries.from(code);
+      this.entries += kept.length - (this.pendingDebug.get(code)?.length ?? 0);
+      this.pendingDebug.set(code, kept);
+    }
+  }
+
+  /** The id of the file name at bytes [start, end) of `b` (-1: garbage), `last` the previous one's (reused, not decoded again). */
+  #fileId(b, start, end, last) {
+    if (last.id >= 0 && end - start === last.end - last.start && b.compare(b, last.start, last.end, start, end) === 0) {
+      last.start = start;
+      last.end = end;
+      return last.id;
+    }
+    const file = b.toString('utf8', start, end);
+    let id = GARBAGE.test(file) ? -1 : this.fileIds.get(file);
+    if (id === undefined) {
+      if (this.files.length >= MAX_FILES || this.nameBytes + file.length > MAX_NAME_BYTES) {
+        this.limited = `more than ${MAX_FILES} file names or ${MAX_NAME_BYTES >> 20} MiB of names`;
+        return -1;
+      }
+      id = this.files.length;
+      this.files.push(file);
+      this.fileIds.set(file, id);
+      this.nameBytes += file.length;
+    }
+    Object.assign(last, { start, end, id });
+    return id;
   }
 
   /**
@@ -294,7 +398,8 @@ class JitDump {
     const c = this.code(address);
     if (!c?.info) return null;
     const own = `${c.info.fn} ${c.info.file}:${c.info.line}:${c.info.column}`;
-    const pos = c.debug && position(c.debug, address);
+    const at = c.debug ? c.debug.at(address - c.shift) : -1;
+    const pos = at >= 0 ? c.debug.entry(at, this.files) : null;
     if (!pos) return [own];
     if (pos.file === null) {
       // most inlined code comes from the same file; a function of that file must enclose
@@ -332,7 +437,10 @@ class JitDump {
           this.functions.get(f.file).push(f);
         }
         // Sparkplug and interpreter code inline nothing: its positions are the function's own
-        if ((c.info.tier === '^' || c.info.tier === '~') && c.debug) for (const d of c.debug) if (d.file === f.file || d.file === null) f.last = Math.max(f.last, d.line);
+        if ((c.info.tier === '^' || c.info.tier === '~') && c.debug) {
+          const own = this.fileIds.get(f.file) ?? -1;
+          for (let i = 0; i < c.debug.length; i++) if (c.debug.fileIds[i] === own || c.debug.fileIds[i] === -1) f.last = Math.max(f.last, c.debug.lines[i]);
+        }
       }
       for (const list of this.functions.values()) list.sort((a, b) => b.line - a.line || b.column - a.column);
     }
@@ -365,19 +473,6 @@ class JitDump {
 
 const sameFunction = (a, b) => a.file === b.file && a.line === b.line && a.column === b.column;
 const before = (pos, f) => pos.line < f.line || (pos.line === f.line && pos.column < f.column);
-
-/** The source position of the last debug entry at or before `address` (entries sorted by address). */
-function position(entries, address) {
-  let lo = 0;
-  let hi = entries.length - 1;
-  let found;
-  while (lo <= hi) {
-    const mid = (lo + hi) >> 1;
-    if (entries[mid].addr <= address) (found = entries[mid]), (lo = mid + 1);
-    else hi = mid - 1;
-  }
-  return found;
-}
 
 /** A file of process `pid`, at most `max` bytes, or '' (gone, not readable). */
 function readProc(pid, name, max = 128 * 1024) {
@@ -456,10 +551,13 @@ function nsPid(pid) {
 }
 
 /**
- * Where node process `pid` writes its jitdump, seen from here (through
- * /proc/PID/root and /proc/PID/cwd, so that a containerized process's is
- * found): `jit-NSPID.dump` in its `--perf-prof-path` (default: its working
- * directory), or null when it does not run with --perf-prof.
+ * Where node process `pid` writes its jitdump, seen from here:
+ * `/proc/PID/root/DIR/jit-NSPID.dump` (resolved in its own root by
+ * readTargetFile, so that a containerized process's is found and a link it
+ * planted on the way leads nowhere outside it), DIR its `--perf-prof-path`
+ * (default: its working directory, as its root sees it); or null when it
+ * does not run with --perf-prof, or its working directory is outside its
+ * root (or gone).
  * @param {number} pid
  * @param {string[]} [flags] its V8 flags (default: `nodeFlags(pid)`)
  * @returns {string | null}
@@ -469,8 +567,22 @@ function findJitDump(pid, flags = nodeFlags(pid)) {
   const dir = flagValue(flags, '--perf-prof-path') ?? '.';
   // the target's paths, resolved in its own root; no '..' out of its working directory
   if (!path.posix.isAbsolute(dir) && dir.split('/').includes('..')) return null;
-  const base = path.posix.isAbsolute(dir) ? `/proc/${pid}/root${path.posix.normalize(dir)}` : `/proc/${pid}/cwd/${dir}`;
-  return path.posix.normalize(`${base}/jit-${nsPid(pid)}.dump`);
+  const inRoot = path.posix.isAbsolute(dir) ? dir : workingDirectory(pid) && `${workingDirectory(pid)}/${dir}`;
+  if (!inRoot) return null;
+  return path.posix.normalize(`/proc/${pid}/root/${path.posix.normalize(inRoot)}/jit-${nsPid(pid)}.dump`);
 }
 
-module.exports = { JitDump, findJitDump, nodeFlags, flagOn, nsPid, parseCodeName, MAX_BYTES, MAGLEV_FLAG, INLINED_MARK };
+/** Process `pid`'s working directory as its own root sees it, or null (outside its root, deleted, gone). */
+function workingDirectory(pid) {
+  try {
+    const root = fs.readlinkSync(`/proc/${pid}/root`);
+    const cwd = fs.readlinkSync(`/proc/${pid}/cwd`);
+    if (!cwd.startsWith('/') || cwd.endsWith(' (deleted)')) return null;
+    if (root === '/') return cwd;
+    return cwd === root ? '/' : cwd.startsWith(`${root}/`) ? cwd.slice(root.length) : null;
+  } catch {
+    return null;
+  }
+}
+
+module.exports = { JitDump, findJitDump, nodeFlags, flagOn, nsPid, parseCodeName, MAX_BYTES, MAX_CODES, MAX_DEBUG_ENTRIES, MAGLEV_FLAG, INLINED_MARK };
