@@ -188,9 +188,10 @@ describe("maps that cannot be used: the generated place stays, with a reason", (
 });
 
 test("the cache keeps its maps' bytes under maxBytes (the least recently used go first)", () => {
-  const size = JSON.stringify(MAP).length;
-  const maps = new SourceMaps({ maxBytes: 2 * size + 10 });
   const scripts = [1, 2, 3].map((i) => writeModule(`cache${i}`).js);
+  // (an entry weighs its map's text, its path and 256 bytes)
+  const size = JSON.stringify(MAP).length + scripts[0].length + 256;
+  const maps = new SourceMaps({ maxBytes: 2 * size + 10 });
   for (const js of scripts) assert.equal(maps.map(frame(js, SPIN)).line, SPIN.ts);
   assert.deepEqual(maps.cached, { files: 2, bytes: 2 * size });
   // the first was dropped, and is read again

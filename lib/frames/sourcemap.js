@@ -40,6 +40,7 @@ const DEFAULT_MAX_BYTES = 256 * MiB;
 const DEFAULT_MAX_FILE_BYTES = 64 * MiB;
 const FIRST_TAIL = 64 * 1024;
 const RECHECK_MS = 1000;
+const ENTRY_BYTES = 256;
 const COMMENT = /^\s*\/\/[#@]\s*sourceMappingURL=(\S+)\s*$/;
 
 let traceMapping;
@@ -233,6 +234,8 @@ class SourceMaps {
   }
 
   #keep(script, entry) {
+    // (an entry without a map weighs its path and a little: a target's many script names stay bounded too)
+    entry.bytes += ENTRY_BYTES + script.length;
     const old = this.#cache.get(script);
     if (old) {
       this.#bytes -= old.bytes;
