@@ -12,7 +12,9 @@
  * `preempted`: runnable, waiting for a CPU). Locations carry their mapping (the ELF file, `[jit]`,
  * `[kernel]`) and a line per function; JavaScript functions have the file
  * and line V8's data gives (lib/frames/v8.js), or the perf map's
- * `file:line:column`.
+ * `file:line:column`; where the script has a source map, the original
+ * file and line (lib/frames/sourcemap.js: the profile maps its frames
+ * before they reach here).
  */
 const zlib = require('node:zlib');
 
