@@ -311,3 +311,110 @@ mod btf {
     Ok(())
   }
 }
+
+#[cfg(test)]
+mod tests {
+  use super::*;
+
+  fn read(rel: &str) -> Vec<u8> {
+    std::fs::read(format!("{}/{rel}", env!("CARGO_MANIFEST_DIR"))).unwrap()
+  }
+
+  /// Where section `name`'s header is in a valid little-endian object.
+  fn header(b: &[u8], name: &str) -> usize {
+    let le = |at: usize, n: usize| (0..n).rev().fold(0u64, |v, i| (v << 8) | u64::from(b[at + i])) as usize;
+    let (shoff, shnum, shstrndx) = (le(0x28, 8), le(0x3c, 2), le(0x3e, 2));
+    let names = le(shoff + shstrndx * 64 + 24, 8);
+    (0..shnum)
+      .map(|i| shoff + i * 64)
+      .find(|&at| {
+        let from = names + le(at, 4);
+        b[from..from + name.len() + 1] == *format!("{name}\0").as_bytes()
+      })
+      .unwrap()
+  }
+
+  fn put(b: &mut [u8], at: usize, v: u64, n: usize) {
+    b[at..at + n].copy_from_slice(&v.to_le_bytes()[..n]);
+  }
+
+  fn refused(b: &[u8], want: &str) {
+    let problem = check(b).expect_err(want);
+    assert!(problem.contains(want), "{problem:?} does not say {want:?}");
+  }
+
+  #[test]
+  fn every_compiled_object_passes() {
+    let mut n = 0;
+    for dir in ["bpf/x86", "bpf/arm64", "__test__/bpf/x86", "__test__/bpf/arm64"] {
+      let Ok(files) = std::fs::read_dir(format!("{}/{dir}", env!("CARGO_MANIFEST_DIR"))) else { continue };
+      for f in files.flatten().filter(|f| f.file_name().to_string_lossy().ends_with(".bpf.o")) {
+        let bytes = std::fs::read(f.path()).unwrap();
+        assert_eq!(check(&bytes), Ok(()), "{}", f.path().display());
+        n += 1;
+      }
+    }
+    assert!(n >= 30, "only {n} objects: run npm run build");
+  }
+
+  #[test]
+  fn what_libbpf_trusts_is_refused_with_its_place() {
+    let good = read("bpf/x86/bashreadline.bpf.o");
+    assert_eq!(check(&good), Ok(()));
+    let symtab = header(&good, ".symtab");
+    let sym_at = |b: &[u8], i: usize| (0..8).rev().fold(0usize, |v, k| (v << 8) | b[symtab + 24 + k] as usize) + i * 24;
+
+    refused(&good[..40], "the ELF header is cut short (40 of 64 bytes)");
+    let mut b = good.clone();
+    b[4] = 1;
+    refused(&b, "not a 64-bit ELF file (class 1)");
+    refused(&good[..good.len() - 1], "the section header table");
+    let mut b = good.clone();
+    put(&mut b, 0x3e, 0xfff0, 2);
+    refused(&b, "the section name table's index 65520");
+    let mut b = good.clone();
+    put(&mut b, symtab + 32, 1 << 40, 8);
+    refused(&b, "end past the end of the file");
+    let mut b = good.clone();
+    put(&mut b, symtab + 56, 16, 8);
+    refused(&b, "(.symtab): symbols of 16 bytes");
+    let mut b = good.clone();
+    put(&mut b, symtab + 40, 999, 4);
+    refused(&b, "(.symtab): its string table's index 999");
+    let mut b = good.clone();
+    let at = sym_at(&b, 3);
+    put(&mut b, at + 6, 300, 2);
+    refused(&b, "(.symtab): symbol 3's section index 300 is past the sections");
+    let mut b = good.clone();
+    put(&mut b, at + 6, 0xfff5, 2);
+    refused(&b, "is a reserved section index");
+    let mut b = good.clone();
+    put(&mut b, at, 0x8000_0000, 4);
+    refused(&b, "(.symtab): symbol 3's name offset 2147483648 is past its string table");
+    let mut b = good.clone();
+    let strtab = header(&b, ".strtab");
+    let end = (0..8).rev().fold(0usize, |v, k| (v << 8) | b[strtab + 24 + k] as usize)
+      + (0..8).rev().fold(0usize, |v, k| (v << 8) | b[strtab + 32 + k] as usize);
+    b[end - 1] = b'x';
+    refused(&b, "(.strtab): the string table does not end with a NUL byte");
+    let mut b = good.clone();
+    let rel = header(&b, ".reluretprobe");
+    let rel_at = (0..8).rev().fold(0usize, |v, k| (v << 8) | b[rel + 24 + k] as usize);
+    put(&mut b, rel_at + 8 + 4, 5000, 4);
+    refused(&b, "(.reluretprobe): relocation 0 names symbol 5000, past the");
+    let mut b = good.clone();
+    put(&mut b, rel + 44, 0, 4);
+    refused(&b, "(.reluretprobe): the section it relocates, 0, is not one of the");
+    let mut b = good;
+    put(&mut b, rel + 40, 1, 4);
+    refused(&b, "(.reluretprobe): its symbol table's index 1 is not the symbol table");
+
+    // a BTF int of 2^31 + 4 bytes: libbpf's open returned the negative int as an object
+    refused(
+      &read("__test__/fixtures/fuzz/sigsegv-kcfg-extern-size--bashreadline.bpf.o"),
+      "(.BTF): BTF variable [54] has a type of 2147483652 bytes (type [2])",
+    );
+    assert_eq!(check(b"\x7fELF"), Err("the ELF header is cut short (4 of 64 bytes)".into()));
+    assert_eq!(check(b"#include"), Err("not an ELF file".into()));
+  }
+}
