@@ -769,3 +769,34 @@ export interface UprobeOptions {
    */
   cookie?: bigint | number
 }
+
+/**
+ * The v8dbg_* values, V8's version, the interpreter's code and
+ * Bytecodes::kBytecodeSizes of node binary `path` (a 64-bit little-endian
+ * ELF file), read in ranges with every size bounded. `/proc/PID/exe` and
+ * `/proc/PID/map_files/…` are the very file the process runs (followed,
+ * even deleted); a path under `/proc/PID/root/` is resolved in that root,
+ * no link as last component; any other path is yours (links followed).
+ * `ERR_BPF_INVALID_OBJECT` when it is no regular file or no such ELF file.
+ */
+export declare function v8dbgSymbols(path: string): V8dbgSymbols
+
+/** What `v8dbgSymbols` reads of a node binary. */
+export interface V8dbgSymbols {
+  /** The v8dbg_* values (each an i32), by name. */
+  values: Record<string, number>
+  /** V8's version: [major, minor, build], or empty where its symbols are missing. */
+  version: Array<number>
+  /**
+   * The interpreter's code (.symtab's Builtins_InterpreterEntryTrampoline*,
+   * Builtins_InterpreterEnterAt* and bytecode handlers) as file ranges
+   * [start, end), sorted.
+   */
+  interpreter: Array<Array<number>>
+  /** Bytecodes::kBytecodeSizes (u8 [3][count]), where the binary has it. */
+  bytecodeSizes?: Buffer
+  /** The ELF e_machine (62: x86_64, 183: aarch64). */
+  machine: number
+  /** The file read: its size and identity. */
+  file: TargetFileStat
+}

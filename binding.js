@@ -857,3 +857,4 @@ module.exports.readTargetFile = nativeBinding.readTargetFile
 module.exports.statTargetFile = nativeBinding.statTargetFile
 module.exports.syscallNames = nativeBinding.syscallNames
 module.exports.tracefsRoot = nativeBinding.tracefsRoot
+module.exports.v8dbgSymbols = nativeBinding.v8dbgSymbols

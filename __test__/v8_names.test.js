@@ -12,7 +12,7 @@ const { spawn, spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const path = require('node:path');
 const { bpf, objectPath, sleep, prng } = require('./helpers');
-const { V8Frames, binaryOf, binaryLayout, v8dbgValues } = require('../lib/frames/v8');
+const { V8Frames, binaryOf, binaryLayout, v8dbgSymbols } = require('../lib/frames/v8');
 const { V8Names, interpreterRanges } = require('../lib/frames/v8_names');
 const { Memory, heapLayout, positionAt, baselineBytecodeOffset, lineOf } = require('../lib/frames/v8_heap');
 const { testNode, cacheOf, cachedReleases } = require('../scripts/nodes');
@@ -157,8 +157,8 @@ describe(`${OTHER_ARCH} node binaries: the V8 layout read from their ELF`, () =>
       assert.ok(a.layout.function_shared >= 8 && a.layout.function_shared <= 64 && a.layout.function_shared % 8 === 0, `JSFunction::shared at ${a.layout.function_shared}`);
       assert.ok(a.layout.js_function_first > 0 && a.layout.js_function_first <= a.layout.js_function_last && a.layout.js_function_last < 0x10000, 'JSFunction instance types');
       // the raw tables: the same names, the same values but for the registers (x86_64's and aarch64's numbering)
-      const av = v8dbgValues(/** @type {string} */ (other)).values;
-      const xv = v8dbgValues(/** @type {string} */ (mine)).values;
+      const av = v8dbgSymbols(/** @type {string} */ (other)).values;
+      const xv = v8dbgSymbols(/** @type {string} */ (mine)).values;
       assert.ok(av.size >= 400, `${av.size} v8dbg_* values`);
       assert.deepEqual([...av.keys()].sort(), [...xv.keys()].sort());
       const differ = [...av.keys()].filter((k) => av.get(k) !== xv.get(k));

@@ -29,127 +29,32 @@ const MAX_PROCESSES = 256; // processes named at once (each keeps its /proc/PID/
 
 // ---- the provisional layout reader (until the addon's V8Symbolizer) ----
 
-const ELF_MAX_SECTIONS = 4096;
-const SYMTAB_MAX_BYTES = 64 << 20;
-
-/** Reads `length` bytes of `fd` at `position` (all of them, or an error). */
-function readAt(fd, position, length) {
-  const buf = Buffer.alloc(length);
-  let got = 0;
-  while (got < length) {
-    const n = fs.readSync(fd, buf, got, length - got, position + got);
-    if (n === 0) throw codedError('ERR_V8_ELF', `the file ends at ${position + got}, before ${position + length}`);
-    got += n;
-  }
-  return buf;
-}
-
 /** ELF e_machine -> the architecture (os.arch()'s name) of the nodes read: x86_64, aarch64. */
 const MACHINES = { 62: 'x64', 183: 'arm64' };
 
 /**
- * The v8dbg_* values (u32 each), V8's version and the architecture of the
- * ELF file `file` (.dynsym, then .symtab; x86_64 or aarch64, the same
- * tables), and the file ranges of its interpreter's code (.symtab's
- * Builtins_Interpreter* and bytecode handlers): `{ values: Map(name ->
- * number), version: [major, minor, build], interpreter: [[fileOffset, end]],
- * bytecodeSizes, arch: 'x64' | 'arm64' | undefined (another machine),
- * machine: e_machine }`. Only these names are decoded (a byte compare
- * first): the first read of a node binary takes tens of milliseconds, not
- * the ~0.7 s of all its symbols.
+ * What the walk needs of node binary `file`, read by the addon's
+ * v8dbgSymbols (section headers, symbol tables and the 4-byte values, in
+ * ranges, each bounded: a forged binary costs no more than a real one):
+ * `{ values: Map(name -> number), version: [major, minor, build] (empty
+ * where missing), interpreter: [[fileOffset, end]] (the interpreter's code,
+ * sorted), bytecodeSizes, arch: 'x64' | 'arm64' | undefined (another
+ * machine), machine: e_machine, stat: { size, dev, ino, mtimeMs } (the file
+ * read) }`. `/proc/PID/exe` is the file the process runs, even deleted.
  */
-function v8dbgValues(file) {
-  const fd = fs.openSync(file, 'r');
+function v8dbgSymbols(file) {
+  let read;
   try {
-    const eh = readAt(fd, 0, 64);
-    if (eh.readUInt32BE(0) !== 0x7f454c46 || eh[4] !== 2 || eh[5] !== 1) throw codedError('ERR_V8_ELF', `${file} is not a 64-bit little-endian ELF file`);
-    const machine = eh.readUInt16LE(0x12);
-    const shoff = Number(eh.readBigUInt64LE(0x28));
-    const shentsize = eh.readUInt16LE(0x3a);
-    const shnum = eh.readUInt16LE(0x3c);
-    if (shentsize !== 64 || shnum > ELF_MAX_SECTIONS) throw codedError('ERR_V8_ELF', `${file}: ${shnum} section headers of ${shentsize} bytes`);
-    const sh = readAt(fd, shoff, shnum * 64);
-    const sections = Array.from({ length: shnum }, (_, i) => ({
-      type: sh.readUInt32LE(i * 64 + 4),
-      addr: Number(sh.readBigUInt64LE(i * 64 + 16)),
-      offset: Number(sh.readBigUInt64LE(i * 64 + 24)),
-      size: Number(sh.readBigUInt64LE(i * 64 + 32)),
-      link: sh.readUInt32LE(i * 64 + 40),
-    }));
-    const values = new Map();
-    const version = [];
-    /** @type {number[][]} the interpreter's code: [fileOffset, end] of each symbol (.symtab's) */
-    const interpreter = [];
-    /** @type {Buffer|null} */
-    let bytecodeSizes = null;
-    const VERSION = { _ZN2v88internal7Version6major_E: 0, _ZN2v88internal7Version6minor_E: 1, _ZN2v88internal7Version6build_E: 2 };
-    // .dynsym first (small), then .symtab (large): what .dynsym lacks, and the interpreter's symbols
-    for (const symtab of [...sections.filter((s) => s.type === 11), ...sections.filter((s) => s.type === 2)]) {
-      const strtab = sections[symtab.link];
-      if (!strtab || symtab.size > SYMTAB_MAX_BYTES || strtab.size > SYMTAB_MAX_BYTES) continue;
-      const syms = readAt(fd, symtab.offset, symtab.size);
-      const names = readAt(fd, strtab.offset, strtab.size);
-      for (let at = 0; at + 24 <= syms.length; at += 24) {
-        const nameAt = syms.readUInt32LE(at);
-        if (nameAt >= names.length) continue;
-        const c = names[nameAt];
-        if (c !== 0x76 && c !== 0x5f && c !== 0x42) continue; // (v8dbg_, _ZN2v8, Builtins_)
-        // most names are none of these (a byte compare before decoding any)
-        const builtin = symtab.type === 2 && startsWith(names, nameAt, BUILTINS);
-        if (!builtin && !startsWith(names, nameAt, V8DBG) && !startsWith(names, nameAt, VERSION_PREFIX) && !startsWith(names, nameAt, BYTECODE_SIZES)) continue;
-        const end = names.indexOf(0, nameAt);
-        const name = names.toString('latin1', nameAt, end < 0 ? names.length : end);
-        if (builtin) {
-          // Builtins_InterpreterEntryTrampoline*, Builtins_InterpreterEnterAt*, the bytecode handlers
-          if (!INTERPRETER.test(name) || interpreter.length >= MAX_INTERPRETER_SYMBOLS) continue;
-          const section = sections[syms.readUInt16LE(at + 6)];
-          const value = Number(syms.readBigUInt64LE(at + 8));
-          const size = Number(syms.readBigUInt64LE(at + 16));
-          if (section && size > 0 && value >= section.addr && value + size <= section.addr + section.size) interpreter.push([section.offset + value - section.addr, section.offset + value - section.addr + size]);
-          continue;
-        }
-        if (name === BYTECODE_SIZES_NAME) {
-          // Bytecodes::kBytecodeSizes[3][count] (u8: single, double, quadruple operand scale): baseline frames' lines
-          const section = sections[syms.readUInt16LE(at + 6)];
-          const value = Number(syms.readBigUInt64LE(at + 8));
-          const size = Number(syms.readBigUInt64LE(at + 16));
-          if (section && section.type !== 8 && size > 0 && size % 3 === 0 && size <= 3 * 1024 && value >= section.addr && value + size <= section.addr + section.size) bytecodeSizes = readAt(fd, section.offset + value - section.addr, size);
-          continue;
-        }
-        const isVersion = name in VERSION;
-        if (!isVersion && !name.startsWith('v8dbg_')) continue;
-        const shndx = syms.readUInt16LE(at + 6);
-        const section = sections[shndx];
-        const value = Number(syms.readBigUInt64LE(at + 8));
-        if (!section || section.type === 8 || value < section.addr || value + 4 > section.addr + section.size) continue;
-        const v = readAt(fd, section.offset + value - section.addr, 4).readInt32LE(0);
-        if (isVersion) version[VERSION[name]] = v;
-        else if (!values.has(name)) values.set(name, v);
-      }
-    }
-    interpreter.sort((a, b) => a[0] - b[0]);
-    return { values, version, interpreter, bytecodeSizes, arch: MACHINES[machine], machine };
-  } finally {
-    fs.closeSync(fd);
+    read = native.v8dbgSymbols(file);
+  } catch (err) {
+    throw err.code === 'ERR_BPF_INVALID_OBJECT' ? codedError('ERR_V8_ELF', err.message) : err;
   }
+  // (by name: the same binary gives the same order)
+  const values = new Map(Object.entries(read.values).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+  return { values, version: read.version, interpreter: read.interpreter, bytecodeSizes: read.bytecodeSizes ?? null, arch: MACHINES[read.machine], machine: read.machine, stat: read.file };
 }
 
-const V8DBG = Buffer.from('v8dbg_');
-const BUILTINS = Buffer.from('Builtins_');
-const INTERPRETER = /^Builtins_(InterpreterEntryTrampoline|InterpreterEnterAt|\w+Handler$)/;
-const MAX_INTERPRETER_SYMBOLS = 8192;
-const VERSION_PREFIX = Buffer.from('_ZN2v88internal7Version6');
-const BYTECODE_SIZES_NAME = '_ZN2v88internal11interpreter9Bytecodes14kBytecodeSizesE';
-const BYTECODE_SIZES = Buffer.from(BYTECODE_SIZES_NAME);
-
-/** Whether `buf` holds `prefix` at `at`. */
-function startsWith(buf, at, prefix) {
-  if (at + prefix.length > buf.length) return false;
-  for (let i = 0; i < prefix.length; i++) if (buf[at + i] !== prefix[i]) return false;
-  return true;
-}
-
-/** v8dbgValues of the binaries read: `dev:ino:mtime` -> values */
+/** v8dbgSymbols of the binaries read: `dev:ino:size:mtime` -> values */
 const symbolCache = new Map();
 
 /** The first of `names` that `values` has. */
@@ -158,31 +63,42 @@ function first(values, ...names) {
   return undefined;
 }
 
+/** A cache key of a file's contents: statTargetFile's `{ dev, ino, size, mtimeMs }`. */
+const idOf = (st) => `${st.dev}:${st.ino}:${st.size}:${st.mtimeMs}`;
+
 /**
- * The node binary of process `pid`: `{ exe (its path in the process), file
- * (through /proc/PID/root), id, values, version }` (v8dbgValues, read once per binary).
+ * The node binary of process `pid`: `{ exe (its path in the process, for
+ * messages), deleted (that path no longer names it), file (/proc/PID/exe),
+ * id, stat, values, version, interpreter, bytecodeSizes }` (v8dbgSymbols,
+ * read once per binary). The bytes are the running inode's, through the
+ * kernel's link /proc/PID/exe, never its path: a FIFO or link planted there
+ * since the process started is not opened.
  */
 function binaryOf(pid) {
   let exe;
   try {
-    exe = fs.readlinkSync(`/proc/${pid}/exe`).replace(/ \(deleted\)$/, '');
+    exe = fs.readlinkSync(`/proc/${pid}/exe`);
   } catch (err) {
     throw codedError('ERR_V8_NO_PROCESS', `process ${pid}: ${err.message}`);
   }
-  const file = `/proc/${pid}/root${exe}`;
+  const deleted = exe.endsWith(' (deleted)');
+  if (deleted) exe = exe.slice(0, -' (deleted)'.length);
+  const file = `/proc/${pid}/exe`;
   // one read per binary (a system-wide stackcount meets many processes of the same node)
   let id;
   try {
-    const st = fs.statSync(`/proc/${pid}/exe`);
-    id = `${st.dev}:${st.ino}:${st.mtimeMs}`;
+    id = idOf(native.statTargetFile(file, { follow: true }));
   } catch (err) {
-    throw codedError('ERR_V8_NO_PROCESS', `process ${pid}: ${err.message}`);
+    throw err.code === 'ENOENT' ? codedError('ERR_V8_NO_PROCESS', `process ${pid}: ${err.message}`) : err;
   }
   if (!symbolCache.has(id)) {
+    const read = v8dbgSymbols(file);
+    // (keyed by the file read: the process may have run another binary since the stat)
+    id = idOf(read.stat);
     if (symbolCache.size >= 16) symbolCache.clear();
-    symbolCache.set(id, v8dbgValues(file));
+    symbolCache.set(id, read);
   }
-  return { exe, file, id, ...symbolCache.get(id) };
+  return { exe, deleted, file, id, ...symbolCache.get(id) };
 }
 
 /**
@@ -204,16 +120,44 @@ function provisionalLayout(pid) {
  * For tests and diagnosis (another architecture's binary is only read).
  */
 function binaryLayout(file) {
-  const binary = v8dbgValues(file);
+  const binary = v8dbgSymbols(file);
   if (!binary.arch) throw codedError('ERR_V8_ELF', `${file} is a node for ELF machine ${binary.machine}: the V8 reader knows x86_64 (62) and aarch64 (183)`);
   return { arch: binary.arch, version: binary.version, layout: layoutOf(binary, file), heap: heapLayout(binary.values, binary.version) };
 }
 
+/**
+ * The sane range of each v8dbg_* value the walk uses (a forged binary's
+ * value outside it is refused, ERR_V8_LAYOUT): frame slots within 4 KiB of
+ * fp, object offsets within 4 KiB, tags and masks small, a SMI's shift
+ * below 64, instance types below 2^16.
+ */
+const SANE = {
+  v8dbg_off_fp_context_or_frame_type: [-4096, 4096],
+  v8dbg_off_fp_context: [-4096, 4096],
+  v8dbg_off_fp_function: [-4096, 4096],
+  v8dbg_off_fp_bytecode_offset: [-4096, 4096],
+  v8dbg_HeapObjectTag: [0, 15],
+  v8dbg_HeapObjectTagMask: [1, 15],
+  v8dbg_SmiTagMask: [1, 15],
+  v8dbg_SmiShiftSize: [0, 62],
+  v8dbg_class_HeapObject__map__Map: [0, 4095],
+  v8dbg_class_Map__instance_type__uint16_t: [0, 4095],
+  v8dbg_class_JSFunction__shared__SharedFunctionInfo: [0, 4095],
+  v8dbg_class_JSFunction__shared__Tagged_SharedFunctionInfo_: [0, 4095],
+  v8dbg_class_JSFunction__code__Tagged_Code_: [0, 4095],
+  v8dbg_class_JSFunction__code__Code: [0, 4095],
+  v8dbg_type_JSFunction__JS_FUNCTION_TYPE: [0, 0xffff],
+  v8dbg_FirstJSFunctionType: [0, 0xffff],
+  v8dbg_LastJSFunctionType: [0, 0xffff],
+};
+
 /** struct v8_layout from a binary's v8dbg_* `values` and `version`; `who` names it in errors. */
-function layoutOf({ values, version }, who) {
-  if (!values.size) throw codedError('ERR_V8_NOT_NODE', `${who} has no v8dbg_* symbols: not a node (or a stripped one); JavaScript frames are named from its perf map, if any`);
+function layoutOf({ values: all, version }, who) {
+  if (!all.size) throw codedError('ERR_V8_NOT_NODE', `${who} has no v8dbg_* symbols: not a node (or a stripped one); JavaScript frames are named from its perf map, if any`);
   if (version.length !== 3) throw codedError('ERR_V8_VERSION', `${who}: V8's version symbols are missing`);
   const [major, minor, build] = version;
+  // every value read is checked against SANE first
+  const values = { get: (name) => sane(who, name, all.get(name)), has: (name) => all.has(name) };
   const shared = first(values, 'v8dbg_class_JSFunction__shared__SharedFunctionInfo', 'v8dbg_class_JSFunction__shared__Tagged_SharedFunctionInfo_');
   const typeJsFunction = values.get('v8dbg_type_JSFunction__JS_FUNCTION_TYPE');
   const need = { shared, typeJsFunction, fp_function: values.get('v8dbg_off_fp_function'), fp_context: values.get('v8dbg_off_fp_context') };
@@ -222,6 +166,9 @@ function layoutOf({ values, version }, who) {
   // JSFunction::code: exported from V8 12 on; before, right after feedback_cell (V8 11: shared, context, feedback_cell, code)
   const leaptiering = major >= 13;
   const code = first(values, 'v8dbg_class_JSFunction__code__Tagged_Code_', 'v8dbg_class_JSFunction__code__Code') ?? (major === 11 ? shared + 24 : 24);
+  const jsFirst = values.get('v8dbg_FirstJSFunctionType') ?? typeJsFunction;
+  const jsLast = values.get('v8dbg_LastJSFunctionType') ?? Math.min(typeJsFunction + 16, 0xffff);
+  if (jsFirst > jsLast) throw codedError('ERR_V8_LAYOUT', `${who}: v8dbg_FirstJSFunctionType ${jsFirst} is past v8dbg_LastJSFunctionType ${jsLast}: JavaScript frames are not walked`);
   return {
     version: ((major << 24) | (minor << 16) | build) >>> 0,
     fp_context: first(values, 'v8dbg_off_fp_context_or_frame_type', 'v8dbg_off_fp_context'),
@@ -233,8 +180,8 @@ function layoutOf({ values, version }, who) {
     smi_shift: (values.get('v8dbg_SmiShiftSize') ?? 31) + 1,
     object_map: values.get('v8dbg_class_HeapObject__map__Map') ?? 0,
     map_instance_type: first(values, 'v8dbg_class_Map__instance_type__uint16_t') ?? 12,
-    js_function_first: values.get('v8dbg_FirstJSFunctionType') ?? typeJsFunction,
-    js_function_last: values.get('v8dbg_LastJSFunctionType') ?? typeJsFunction + 16,
+    js_function_first: jsFirst,
+    js_function_last: jsLast,
     function_shared: shared,
     // leaptiering without the dispatch table's address: 0, no code (the naming falls back to the SFI)
     function_code: leaptiering ? 0 : code,
@@ -244,6 +191,16 @@ function layoutOf({ values, version }, who) {
     dispatch_entry_code: 0,
     dispatch_code_shift: 0,
   };
+}
+
+/** v8dbg_* value `value` of symbol `name` (undefined: absent), if within its SANE range; else ERR_V8_LAYOUT naming both. */
+function sane(who, name, value) {
+  const range = SANE[name];
+  if (value === undefined || !range || (Number.isInteger(value) && value >= range[0] && value <= range[1])) return value;
+  throw codedError(
+    'ERR_V8_LAYOUT',
+    `${who}: ${name} is ${value}, outside ${range[0]}..${range[1]}: not a layout V8 builds (a forged or damaged binary); JavaScript frames are not walked`,
+  );
 }
 
 // ---- the frames ----
@@ -310,14 +267,39 @@ const V8_INTERP_RANGES = 4;
  */
 function interpreterLayout(pid, binary) {
   const { interpreter, exe } = interpreterAddresses(pid, binary);
-  const ranges = interpreter.map((r) => [...r]);
-  while (ranges.length > V8_INTERP_RANGES) {
-    let k = 0;
-    for (let i = 1; i < ranges.length - 1; i++) if (ranges[i + 1][0] - ranges[i][1] < ranges[k + 1][0] - ranges[k][1]) k = i;
-    ranges.splice(k, 2, [ranges[k][0], Math.max(ranges[k][1], ranges[k + 1][1])]);
+  const ranges = mergeRanges(interpreter, V8_INTERP_RANGES);
+  let [exe_start, exe_end] = [0, 0];
+  for (const [s, e] of exe) {
+    if (!exe_end || s < exe_start) exe_start = s;
+    if (e > exe_end) exe_end = e;
   }
-  const span = exe.length ? { exe_start: Math.min(...exe.map((r) => r[0])), exe_end: Math.max(...exe.map((r) => r[1])) } : { exe_start: 0, exe_end: 0 };
-  return { interp_start: ranges.map((r) => r[0]), interp_end: ranges.map((r) => r[1]), ...span };
+  return { interp_start: ranges.map((r) => r[0]), interp_end: ranges.map((r) => r[1]), exe_start, exe_end };
+}
+
+/**
+ * At most `count` ranges that hold all of `ranges` ([start, end) pairs):
+ * the overlapping ones joined, then the `count - 1` widest gaps between
+ * them kept and every other closed (the nearest ranges merged). O(n log n).
+ */
+function mergeRanges(ranges, count) {
+  const joined = [];
+  for (const [s, e] of [...ranges].sort((a, b) => a[0] - b[0])) {
+    const last = joined.at(-1);
+    if (last && s <= last[1]) last[1] = Math.max(last[1], e);
+    else joined.push([s, e]);
+  }
+  if (joined.length <= count) return joined;
+  // the gaps after each range but the last, widest first (the first of equal ones)
+  const gaps = joined.slice(0, -1).map((r, i) => [joined[i + 1][0] - r[1], i]);
+  gaps.sort((a, b) => b[0] - a[0] || a[1] - b[1]);
+  const cuts = gaps.slice(0, count - 1).map(([, i]) => i).sort((a, b) => a - b);
+  const out = [];
+  let from = 0;
+  for (const i of [...cuts, joined.length - 1]) {
+    out.push([joined[from][0], joined[i][1]]);
+    from = i + 1;
+  }
+  return out;
 }
 
 /** A v8_stacks value's bytes `b` as `{ depth, flags, frames }` (`read`: stackBytesReader's). */
@@ -614,4 +596,4 @@ class V8Frames {
   }
 }
 
-module.exports = { V8Frames, provisionalLayout, binaryLayout, binaryOf, v8dbgValues, rawName, frameLabel };
+module.exports = { V8Frames, provisionalLayout, binaryLayout, binaryOf, v8dbgSymbols, mergeRanges, rawName, frameLabel };

@@ -181,15 +181,28 @@ function heapLayout(values, version) {
   const [major, minor] = version;
   const key = `${major}.${minor}`;
   const known = KNOWN[key];
-  const t = (name) => byPrefix(values, `v8dbg_type_${name}__`);
-  const c = (cls, field) => byPrefix(values, `v8dbg_class_${cls}__${field}__`);
+  // each value read is checked first (a forged binary's: ERR_V8_LAYOUT naming it): object offsets and
+  // array indexes within 4 KiB, instance types, tags and masks of 16 bits, shifts below 64
+  const sane = (name, v) => {
+    if (v === undefined) return v;
+    const [lo, hi] = /^v8dbg_class_|Index$|^v8dbg_scopeinfo_idx_/.test(name) ? [0, 4095] : /Shift(Size)?$/.test(name) ? [0, 63] : name === 'v8dbg_IsNotStringMask' ? [-0x10000, 0xffff] : [0, 0xffff];
+    if (Number.isInteger(v) && v >= lo && v <= hi) return v;
+    throw codedError('ERR_V8_LAYOUT', `${name} is ${v}, outside ${lo}..${hi}: not a layout V8 builds (a forged or damaged binary); JavaScript frames are not named`);
+  };
+  const get = (name) => sane(name, values.get(name));
+  const prefixed = (prefix) => {
+    for (const [k, v] of values) if (k.startsWith(prefix)) return sane(k, v);
+    return undefined;
+  };
+  const t = (name) => prefixed(`v8dbg_type_${name}__`);
+  const c = (cls, field) => prefixed(`v8dbg_class_${cls}__${field}__`);
   const layout = {
     version: version.join('.'),
     unknown: known ? null : `V8 ${key}: layout not known`,
     ...(known ?? KNOWN['13.6']),
-    map: values.get('v8dbg_class_HeapObject__map__Map') ?? 0,
+    map: get('v8dbg_class_HeapObject__map__Map') ?? 0,
     instanceType: c('Map', 'instance_type') ?? 12,
-    smiShift: (values.get('v8dbg_SmiShiftSize') ?? 31) + 1,
+    smiShift: (get('v8dbg_SmiShiftSize') ?? 31) + 1,
     // strings
     stringLength: c('String', 'length') ?? 12,
     seqChars: c('SeqOneByteString', 'chars') ?? 16,
@@ -199,22 +212,22 @@ function heapLayout(values, version) {
     slicedOffset: c('SlicedString', 'offset') ?? 24,
     thinActual: c('ThinString', 'actual') ?? 16,
     externalResource: c('ExternalString', 'resource') ?? 16,
-    notStringMask: (values.get('v8dbg_IsNotStringMask') ?? -128) & 0xffff,
-    representationMask: values.get('v8dbg_StringRepresentationMask') ?? 7,
-    encodingMask: values.get('v8dbg_StringEncodingMask') ?? 8,
-    oneByteTag: values.get('v8dbg_OneByteStringTag') ?? 8,
-    consTag: values.get('v8dbg_ConsStringTag') ?? 1,
-    externalTag: values.get('v8dbg_ExternalStringTag') ?? 2,
-    slicedTag: values.get('v8dbg_SlicedStringTag') ?? 3,
-    thinTag: values.get('v8dbg_ThinStringTag') ?? 5,
+    notStringMask: (get('v8dbg_IsNotStringMask') ?? -128) & 0xffff,
+    representationMask: get('v8dbg_StringRepresentationMask') ?? 7,
+    encodingMask: get('v8dbg_StringEncodingMask') ?? 8,
+    oneByteTag: get('v8dbg_OneByteStringTag') ?? 8,
+    consTag: get('v8dbg_ConsStringTag') ?? 1,
+    externalTag: get('v8dbg_ExternalStringTag') ?? 2,
+    slicedTag: get('v8dbg_SlicedStringTag') ?? 3,
+    thinTag: get('v8dbg_ThinStringTag') ?? 5,
     // SharedFunctionInfo, Script, ScopeInfo
     sfiName: c('SharedFunctionInfo', 'name_or_scope_info'),
     sfiScript: c('SharedFunctionInfo', 'script_or_debug_info') ?? c('SharedFunctionInfo', 'script'),
     scriptName: c('Script', 'name') ?? 16,
     scriptSource: c('Script', 'source') ?? 8,
     scriptLineEnds: c('Script', 'line_ends') ?? 56,
-    scopeFirstVars: values.get('v8dbg_scopeinfo_idx_first_vars') ?? 3,
-    scopeContextLocals: values.get('v8dbg_scopeinfo_idx_ncontextlocals') ?? 2,
+    scopeFirstVars: get('v8dbg_scopeinfo_idx_first_vars') ?? 3,
+    scopeContextLocals: get('v8dbg_scopeinfo_idx_ncontextlocals') ?? 2,
     uncompiledStart: c('UncompiledData', 'start_position') ?? 16,
     debugInfoShared: 8, // DebugInfo::shared (the SFI): script_or_debug_info's DebugInfo case (V8 < 12)
     arrayLength: c('FixedArrayBase', 'length') ?? 8,
@@ -224,14 +237,14 @@ function heapLayout(values, version) {
     codeInstructionStart: c('Code', 'instruction_start') ?? known?.codeInstructionStart,
     codeInstructionSize: c('Code', 'instruction_size') ?? known?.codeInstructionSize,
     codeFlags: c('Code', 'flags') ?? known?.codeFlags,
-    codeKindMask: values.get('v8dbg_CodeKindFieldMask') ?? 15,
-    codeKindShift: values.get('v8dbg_CodeKindFieldShift') ?? 0,
-    codeKindBaseline: values.get('v8dbg_CodeKindBaseline'),
-    codeKindInterpreted: values.get('v8dbg_CodeKindInterpretedFunction'),
-    deoptInlinedCount: values.get('v8dbg_DeoptimizationDataInlinedFunctionCountIndex') ?? 1,
-    deoptLiterals: values.get('v8dbg_DeoptimizationDataLiteralArrayIndex') ?? 2,
-    deoptSfi: first(values, 'v8dbg_DeoptimizationDataSharedFunctionInfoIndex', 'v8dbg_DeoptimizationDataWrappedSharedFunctionInfoIndex') ?? 6,
-    deoptInliningPositions: values.get('v8dbg_DeoptimizationDataInliningPositionsIndex') ?? 7,
+    codeKindMask: get('v8dbg_CodeKindFieldMask') ?? 15,
+    codeKindShift: get('v8dbg_CodeKindFieldShift') ?? 0,
+    codeKindBaseline: get('v8dbg_CodeKindBaseline'),
+    codeKindInterpreted: get('v8dbg_CodeKindInterpretedFunction'),
+    deoptInlinedCount: get('v8dbg_DeoptimizationDataInlinedFunctionCountIndex') ?? 1,
+    deoptLiterals: get('v8dbg_DeoptimizationDataLiteralArrayIndex') ?? 2,
+    deoptSfi: get('v8dbg_DeoptimizationDataSharedFunctionInfoIndex') ?? get('v8dbg_DeoptimizationDataWrappedSharedFunctionInfoIndex') ?? 6,
+    deoptInliningPositions: get('v8dbg_DeoptimizationDataInliningPositionsIndex') ?? 7,
     types: {
       sfi: t('SharedFunctionInfo'),
       scopeInfo: t('ScopeInfo'),
@@ -248,7 +261,7 @@ function heapLayout(values, version) {
     },
     streamInstructions: c('InstructionStream', 'instruction_start'),
     streamCode: 8, // InstructionStream::code, right after its map
-    uncompiled: [...values].filter(([k]) => k.startsWith('v8dbg_type_Uncompiled')).map(([, v]) => v),
+    uncompiled: [...values].filter(([k]) => k.startsWith('v8dbg_type_Uncompiled')).map(([k, v]) => sane(k, v)),
   };
   if (layout.sfiName === undefined || layout.sfiScript === undefined || layout.types.sfi === undefined) layout.unknown ??= `V8 ${key}: no SharedFunctionInfo layout among its v8dbg_* symbols`;
   return layout;

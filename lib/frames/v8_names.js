@@ -44,18 +44,25 @@ const MAX_CACHE = 8192;
 /** Interpreter address ranges of a binary (by file): [[fileOffset, end]], sorted. */
 const interpreterCache = new Map();
 
-/** The file-offset ranges of binary `file`'s interpreter code (entry trampolines and bytecode handlers). */
+/** The most executable mappings of a process's node looked at (a process can map its binary thousands of times). */
+const MAX_EXE_MAPPINGS = 64;
+/** The most interpreter address ranges of a process (its mappings x the interpreter's symbols). */
+const MAX_INTERPRETER_ADDRESSES = 65536;
+/** The most of /proc/PID/maps read. */
+const MAX_MAPS_BYTES = 16 << 20;
+
+/**
+ * The file-offset ranges of binary `file`'s interpreter code (entry
+ * trampolines and bytecode handlers: the addon's v8dbgSymbols, bounded
+ * ranged reads): `known` where the caller has them already.
+ */
 function interpreterRanges(file, id, known = undefined) {
   if (known) return known; // (read with the v8dbg_* symbols: lib/frames/v8.js)
   if (!interpreterCache.has(id)) {
     if (interpreterCache.size >= 8) interpreterCache.clear();
     let ranges = [];
     try {
-      ranges = native
-        .elfSymbols(file)
-        .filter((s) => s.fileOffset !== undefined && s.size && /^Builtins_(InterpreterEntryTrampoline|InterpreterEnterAt|\w+Handler$)/.test(s.name))
-        .map((s) => [Number(s.fileOffset), Number(s.fileOffset) + s.size])
-        .sort((a, b) => a[0] - b[0]);
+      ranges = native.v8dbgSymbols(file).interpreter;
     } catch {
       ranges = []; // no symbols: no frame is known interpreted
     }
@@ -64,41 +71,79 @@ function interpreterRanges(file, id, known = undefined) {
   return interpreterCache.get(id);
 }
 
-/** The mappings of process `pid`'s `exe` (path as in /proc/PID/maps): [{ start, end, offset }]. */
-function exeMappings(pid, exe) {
-  const out = [];
+/** A stat's st_dev as /proc/PID/maps shows it: `major:minor`, in hex (glibc's gnu_dev_major/minor). */
+function devOf(dev) {
+  const d = BigInt(dev);
+  const major = ((d >> 8n) & 0xfffn) | ((d >> 32n) & ~0xfffn);
+  const minor = (d & 0xffn) | ((d >> 12n) & ~0xffn);
+  return `${major.toString(16).padStart(2, '0')}:${minor.toString(16).padStart(2, '0')}`;
+}
+
+const MAPS_LINE = /^([0-9a-f]+)-([0-9a-f]+) \S\S(\S)\S ([0-9a-f]+) ([0-9a-f]+:[0-9a-f]+) (\d+)/;
+
+/**
+ * The executable mappings of process `pid`'s node (`binary`: binaryOf's),
+ * found by its device and inode (a path in /proc/PID/maps can lie: the
+ * process names its files, and a deleted binary's lines end in ` (deleted)`):
+ * [{ start, end, offset }], at most MAX_EXE_MAPPINGS, in address order; the
+ * array's `dropped` counts those left out. /proc/PID/maps is read up to
+ * MAX_MAPS_BYTES.
+ */
+function exeMappings(pid, binary) {
+  const out = /** @type {{ start: number, end: number, offset: number }[] & { dropped?: number }} */ ([]);
+  out.dropped = 0;
   let text = '';
   try {
-    text = fs.readFileSync(`/proc/${pid}/maps`, 'utf8');
+    text = native.readTargetFile(`/proc/${pid}/maps`, { length: MAX_MAPS_BYTES }).toString('latin1');
   } catch {
     return out;
   }
-  for (const line of text.split('\n')) {
-    const f = line.split(/\s+/);
-    if (f.length < 6 || f.slice(5).join(' ') !== exe || !f[1].includes('x')) continue;
-    const [start, end] = f[0].split('-').map((x) => parseInt(x, 16));
-    out.push({ start, end, offset: parseInt(f[2], 16) });
+  const dev = binary.stat ? devOf(binary.stat.dev) : undefined;
+  const ino = binary.stat ? String(binary.stat.ino) : undefined;
+  // (by path only where no line has its device and inode: an overlayfs before Linux 6.x shows the layer's)
+  const byPath = /** @type {typeof out} */ ([]);
+  byPath.dropped = 0;
+  const paths = binary.exe ? [` ${binary.exe}`, ` ${binary.exe} (deleted)`] : [];
+  for (let at = 0; at < text.length; ) {
+    let end = text.indexOf('\n', at);
+    if (end < 0) end = text.length;
+    const line = text.slice(at, end);
+    at = end + 1;
+    const m = MAPS_LINE.exec(line);
+    if (!m || m[3] !== 'x') continue;
+    const list = m[5] === dev && m[6] === ino ? out : paths.some((p) => line.endsWith(p)) ? byPath : undefined;
+    if (!list) continue;
+    if (list.length >= MAX_EXE_MAPPINGS) list.dropped = (list.dropped ?? 0) + 1;
+    else list.push({ start: parseInt(m[1], 16), end: parseInt(m[2], 16), offset: parseInt(m[4], 16) });
   }
-  return out;
+  return out.length ? out : byPath;
 }
 
 /**
  * Where process `pid`'s node (`binary`: V8Names's) has its code: `{ exe:
  * its executable mappings, interpreter: the interpreter's code in them }`,
- * each a sorted list of [start, end) addresses.
+ * each a sorted list of [start, end) addresses, at most MAX_EXE_MAPPINGS
+ * and MAX_INTERPRETER_ADDRESSES; `note` says what was left out, if anything.
  */
 function interpreterAddresses(pid, binary) {
   const fileRanges = interpreterRanges(binary.file, binary.id, binary.interpreter?.length ? binary.interpreter : undefined);
   const interpreter = [];
   const exe = [];
-  for (const m of exeMappings(pid, binary.exe)) {
+  const mappings = exeMappings(pid, binary);
+  let dropped = 0;
+  for (const m of mappings) {
     exe.push([m.start, m.end]);
     for (const [s, e] of fileRanges) {
-      if (s >= m.offset && e <= m.offset + (m.end - m.start)) interpreter.push([m.start + s - m.offset, m.start + e - m.offset]);
+      if (s < m.offset || e > m.offset + (m.end - m.start)) continue;
+      if (interpreter.length >= MAX_INTERPRETER_ADDRESSES) dropped++;
+      else interpreter.push([m.start + s - m.offset, m.start + e - m.offset]);
     }
   }
   interpreter.sort((a, b) => a[0] - b[0]);
-  return { exe, interpreter };
+  const notes = [];
+  if (mappings.dropped) notes.push(`${mappings.dropped} more executable mappings of its node than the ${MAX_EXE_MAPPINGS} looked at`);
+  if (dropped) notes.push(`${dropped} interpreter ranges past the ${MAX_INTERPRETER_ADDRESSES} kept`);
+  return { exe, interpreter, ...(notes.length && { note: `process ${pid}: ${notes.join('; ')}` }) };
 }
 
 class V8Names {

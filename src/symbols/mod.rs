@@ -10,6 +10,7 @@
 //! - `flame_graph`: `flameGraph` (inferno)
 //! - `files`: bounded reads of files a traced process controls
 //! - `target_files`: `readTargetFile` and `statTargetFile` (files.rs's reads, for JS)
+//! - `v8dbg`: `v8dbgSymbols`, what the V8 frame walk needs of a node binary
 //! - `perf_map`: the perf map of a process (JIT frames)
 //! - `kallsyms`: kernel addresses to names, readable on the libuv thread pool
 
@@ -21,3 +22,4 @@ mod kallsyms;
 mod perf_map;
 mod symbolizer;
 mod target_files;
+mod v8dbg;

@@ -120,7 +120,13 @@ fn open(path: &str, pid: Option<u32>, follow: Option<bool>) -> BpfResult<(Checke
     return Ok((open_in_root(pid, inside, u64::MAX, "the file")?, path.to_string()));
   }
   let links = if follow { Links::Follow } else { Links::Refuse };
-  Ok((open_regular(Path::new(path), links, u64::MAX, "the file")?, path.to_string()))
+  let checked = open_regular(Path::new(path), links, u64::MAX, "the file").map_err(|mut e| {
+    if !follow && e.code == Code::InvalidObject && is_magic_link(path) {
+      e.message.push_str(" (pass follow: true for the kernel's link to the very file mapped)");
+    }
+    e
+  })?;
+  Ok((checked, path.to_string()))
 }
 
 /// `/proc/PID/exe` or `/proc/PID/map_files/START-END`.
