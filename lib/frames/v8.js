@@ -263,17 +263,18 @@ const V8_INTERP_RANGES = 4;
  * ranges that hold all of it (the nearest ones merged, with the little
  * code between them: a frame there keeps a slot the naming does not use);
  * and `exe_start`, `exe_end`: the span of node's executable mappings
- * (0, 0 where none is found).
+ * (0, 0 where none is found): `{ layout, note }` (note: what was left out,
+ * interpreterAddresses').
  */
 function interpreterLayout(pid, binary) {
-  const { interpreter, exe } = interpreterAddresses(pid, binary);
+  const { interpreter, exe, note } = interpreterAddresses(pid, binary);
   const ranges = mergeRanges(interpreter, V8_INTERP_RANGES);
   let [exe_start, exe_end] = [0, 0];
   for (const [s, e] of exe) {
     if (!exe_end || s < exe_start) exe_start = s;
     if (e > exe_end) exe_end = e;
   }
-  return { interp_start: ranges.map((r) => r[0]), interp_end: ranges.map((r) => r[1]), exe_start, exe_end };
+  return { layout: { interp_start: ranges.map((r) => r[0]), interp_end: ranges.map((r) => r[1]), exe_start, exe_end }, note };
 }
 
 /**
@@ -325,6 +326,8 @@ class V8Frames {
     // (the addon's, once it has one: src/v8/)
     this.Symbolizer = bpf.V8Symbolizer ?? /** @type {any} */ (native).V8Symbolizer;
     this.processes = new Map(); // pid -> { symbolizer, layout, error }
+    /** @type {Map<string, boolean>} what was left out of a process's walk (its node mapped past the mappings looked at) */
+    this.notes = new Map();
   }
 
   /** Whether walked frames get names: yes (lib/frames/v8_names.js reads the process's memory; or the addon's V8Symbolizer). */
@@ -369,7 +372,9 @@ class V8Frames {
     if (p.error) return p.error;
     const map = obj.getMap('v8_layouts');
     const value = Buffer.isBuffer(p.layout) ? require('../core/codec').decode(map.valueLayout, p.layout) : p.layout;
-    map.set(kernelPid, { ...value, ...interpreterLayout(pid, binaryOf(pid)) });
+    const { layout, note } = interpreterLayout(pid, binaryOf(pid));
+    if (note && this.notes.size < 256) this.notes.set(`pid ${pid}: ${note}`, true);
+    map.set(kernelPid, { ...value, ...layout });
     return null;
   }
 

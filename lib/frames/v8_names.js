@@ -143,7 +143,7 @@ function interpreterAddresses(pid, binary) {
   const notes = [];
   if (mappings.dropped) notes.push(`${mappings.dropped} more executable mappings of its node than the ${MAX_EXE_MAPPINGS} looked at`);
   if (dropped) notes.push(`${dropped} interpreter ranges past the ${MAX_INTERPRETER_ADDRESSES} kept`);
-  return { exe, interpreter, ...(notes.length && { note: `process ${pid}: ${notes.join('; ')}` }) };
+  return { exe, interpreter, ...(notes.length && { note: `JavaScript frames may be misread: ${notes.join('; ')}` }) };
 }
 
 class V8Names {
