@@ -142,13 +142,23 @@ async function main() {
       return delta;
     };
     const first = read();
+    clock.started();
     if (!opts.json) console.log(COLUMNS.map((c) => c.padStart(c.length + 2)).join(' '));
     // said by untilStopped once its signal handlers are in place (a SIGINT
     // sent on seeing the line killed the tool before, under TCG's timing)
     const banner = `Tracing the page cache of ${target.pid === undefined ? 'every process' : `pid ${target.pid}`} (${describe(chosen)})... Ctrl+C to end.`;
-    await untilStopped(opts, target, () => printRow(opts, clock.next(), cacheStats(since())), banner);
+    await untilStopped(
+      opts,
+      target,
+      () => {
+        const head = clock.next();
+        printRow(opts, head, cacheStats(since()));
+      },
+      banner,
+    );
+    const head = clock.end();
     const end = read();
-    printRow(opts, clock.end(), cacheStats(end.map((n, i) => n - first[i])));
+    printRow(opts, head, cacheStats(end.map((n, i) => n - first[i])));
   } finally {
     target.stop();
     obj?.close();

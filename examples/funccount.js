@@ -122,16 +122,19 @@ async function main() {
     });
     for (const { probe, error } of attached.failed) console.error(`funccount: not counting ${escapeText(probe.label)}: ${escapeText(error.message)}`);
     console.error(`Counting ${list.length - attached.failed.length} probes for ${opts.positionals.map((s) => `"${s}"`).join(' ')}`);
+    clock.started();
     await untilStopped(opts, target, () => {
+      const head = clock.next();
       collect();
-      report(clock.next(), tally.takeInterval());
+      report(head, tally.takeInterval());
     });
+    const head = clock.end();
     collect();
     // runs the kernel skipped: hits that no count has
     const missed = Object.values(obj.programs)
       .filter((p) => p.autoload)
       .reduce((n, p) => n + p.stats.recursionMisses, 0);
-    report(clock.end(), tally.totals(), { missed });
+    report(head, tally.totals(), { missed });
   } finally {
     target.stop();
     // the kernel takes a grace period to close each tracepoint or uprobe perf event

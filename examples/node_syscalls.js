@@ -108,13 +108,16 @@ async function main() {
     for (const name of ['open', 'openat', 'openat2', 'connect']) obj.setGlobalVariable(`nr_${name}`, syscallNumber(name) ?? -1);
     obj.attachRawTracepoint('sys_enter', 'handle_sys_enter');
     obj.attachRawTracepoint('sys_exit', 'handle_sys_exit');
+    clock.started();
     await untilStopped(opts, target, () => {
+      const head = clock.next();
       collect();
-      report(clock.next(), latency.interval(), files.takeInterval(), endpoints.takeInterval());
+      report(head, latency.interval(), files.takeInterval(), endpoints.takeInterval());
     });
     obj.detachAll(); // then the counts are final
+    const head = clock.end();
     collect();
-    report(clock.end(), latency.totals(), files.totals(), endpoints.totals());
+    report(head, latency.totals(), files.totals(), endpoints.totals());
   } finally {
     obj?.close();
     target.stop();

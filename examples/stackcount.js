@@ -98,6 +98,7 @@ async function main() {
     await untilStopped(opts, target);
     clearInterval(warm);
     obj.detachAll();
+    const span = clock.end(); // (what was counted: naming the stacks after it is not)
     const counted = named(obj, symbolizer);
     if (opts.perContainer) {
       const cgroups = new CgroupNames();
@@ -125,7 +126,7 @@ async function main() {
       const top = counted.slice(0, opts.top ?? 10);
       printReport(
         opts,
-        { ...clock.end(), pid: target.pid },
+        { ...span, pid: target.pid },
         { events: what, total, stacks: opts.json ? counted : top, ...(opts.json && opts.folded && { folded: folded.split('\n') }) },
         () => `${top.map(stacks.formatStack).join('\n\n')}\n\n${total} ${profile ? 'samples' : 'events'} in ${counted.length} stacks${counted.length > top.length ? `, the ${top.length} most frequent above` : ''}`,
       );

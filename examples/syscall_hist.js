@@ -70,13 +70,16 @@ async function main() {
     latency.start();
     obj.attachRawTracepoint('sys_enter', 'handle_sys_enter');
     obj.attachRawTracepoint('sys_exit', 'handle_sys_exit');
+    clock.started();
     await untilStopped(opts, target, () => {
+      const head = clock.next();
       latency.collect();
-      report(clock.next(), latency.interval());
+      report(head, latency.interval());
     });
     obj.detachAll(); // then the counts are final
+    const head = clock.end();
     latency.collect();
-    report(clock.end(), latency.totals());
+    report(head, latency.totals());
   } finally {
     obj?.close();
     target.stop();

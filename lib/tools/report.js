@@ -75,19 +75,26 @@ function formatTable(columns, rows) {
  */
 class ReportClock {
   constructor() {
-    this.start = this.last = Date.now();
+    this.started();
   }
 
+  /** Counting starts now (call it once the programs are attached: loading them is not counted time). */
+  started() {
+    // spans from the monotonic clock: a step of the wall clock does not stretch or shrink them
+    this.start = this.last = performance.now();
+  }
+
+  /** The heading of the interval that ends now: read it before the interval's counts are taken. */
   next() {
-    const now = Date.now();
-    const head = { type: 'interval', time: new Date(now).toISOString(), seconds: round((now - this.last) / 1000) };
+    const now = performance.now();
+    const head = { type: 'interval', time: new Date().toISOString(), seconds: round((now - this.last) / 1000) };
     this.last = now;
     return head;
   }
 
+  /** The heading of the whole run, ending now: read it once the programs are detached, before the last counts are taken. */
   end() {
-    const now = Date.now();
-    return { type: 'total', time: new Date(now).toISOString(), seconds: round((now - this.start) / 1000) };
+    return { type: 'total', time: new Date().toISOString(), seconds: round((performance.now() - this.start) / 1000) };
   }
 }
 
