@@ -304,7 +304,7 @@ export declare class BpfObject<P extends string = string> {
   attachUprobeMulti(binaryPath: string, symbols: string | string[], prog: BpfProgram | P, options?: UprobeMultiOptions | null): BpfLink
   /** Attaches a `SEC("usdt")` program to the USDT probe `provider:name` of a binary. */
   attachUsdt(binaryPath: string, provider: string, name: string, prog: BpfProgram | P, options?: UprobeOptions | null): BpfLink
-  /** Attaches a `SEC("perf_event")` program to a sampling perf event: one event per online CPU unless `cpu` or `pid` narrows it. */
+  /** Attaches a `SEC("perf_event")` program to a sampling perf event: one event per online CPU unless `cpu` or `pid` (one thread) narrows it. */
   attachPerfEvent(prog: BpfProgram | P, options?: PerfEventOptions | null): BpfLink
   /** Attaches a program by its `SEC()` name, as libbpf's auto-attach does. */
   attach(prog: BpfProgram | P): BpfLink

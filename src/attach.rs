@@ -105,10 +105,12 @@ pub struct PerfEventOptions {
   pub frequency: Option<f64>,
   /// One sample every `period` events (1 to 2^53 - 1), instead of `frequency`.
   pub period: Option<f64>,
-  /// Only this process, 1 to 4194304 (default: all).
+  /// Only this thread, 1 to 4194304 (default: all): a process's pid is its
+  /// main thread, and its other threads are not sampled (one event each,
+  /// by tid, samples them; or sample every CPU and filter in the program).
   pub pid: Option<f64>,
   /// Only this CPU, 0 to the possible CPUs - 1 (default: one event per
-  /// online CPU, or for `pid` one event that follows the process).
+  /// online CPU, or for `pid` one event that follows that thread).
   pub cpu: Option<f64>,
 }
 
