@@ -134,15 +134,27 @@ function keep(inputs) {
   }
 }
 
-/** Merges the campaign's corpus into fuzz/object/corpus/: what adds coverage, smallest first, at most `max` files. */
+/**
+ * Merges the campaign's corpus into fuzz/object/corpus/: the inputs of at
+ * most 32 KiB (copies of the largest objects add size more than coverage),
+ * a set cover of their features, and past `max` files the largest (they
+ * carry the most: 200 of 281 kept 2,871 of 3,113 features, the smallest 200
+ * only 2,595).
+ */
 function keepCorpus(max) {
+  const small = path.join(out, 'corpus.small');
   const merged = path.join(out, 'corpus.merged');
-  fs.rmSync(merged, { recursive: true, force: true });
-  fs.mkdirSync(merged);
-  const from = [corpus, path.join(out, 'corpus')].filter((d) => fs.existsSync(d));
-  spawnSync(binary, ['-merge=1', merged, ...from], { stdio: 'ignore', env: { ...process.env, ASAN_OPTIONS: 'detect_leaks=0' } });
-  // (merge keeps the smallest input of each feature; past `max`, the smallest)
-  const files = fs.readdirSync(merged).map((f) => ({ f, size: fs.statSync(path.join(merged, f)).size })).sort((a, b) => a.size - b.size || (a.f < b.f ? -1 : 1)).slice(0, max);
+  for (const d of [small, merged]) {
+    fs.rmSync(d, { recursive: true, force: true });
+    fs.mkdirSync(d);
+  }
+  for (const dir of [corpus, path.join(out, 'corpus')].filter((d) => fs.existsSync(d))) {
+    for (const f of fs.readdirSync(dir)) {
+      if (fs.statSync(path.join(dir, f)).size <= 32 << 10) fs.copyFileSync(path.join(dir, f), path.join(small, f));
+    }
+  }
+  spawnSync(binary, ['-set_cover_merge=1', merged, small], { stdio: 'ignore', env: { ...process.env, ASAN_OPTIONS: 'detect_leaks=0' } });
+  const files = fs.readdirSync(merged).map((f) => ({ f, size: fs.statSync(path.join(merged, f)).size })).sort((a, b) => b.size - a.size || (a.f < b.f ? -1 : 1)).slice(0, max);
   fs.rmSync(corpus, { recursive: true, force: true });
   fs.mkdirSync(corpus);
   for (const { f } of files) fs.copyFileSync(path.join(merged, f), path.join(corpus, f));
