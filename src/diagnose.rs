@@ -99,13 +99,15 @@ pub(crate) fn check_elf_file(path: &str) -> BpfResult<()> {
   check_elf_bytes(path, &bytes)
 }
 
-/// The ELF check of an object's bytes (`label`: its file name, or `the Buffer`).
+/// The ELF check of an object's bytes (`label`: its file name, or
+/// `<buffer>` as libbpf's errors name a Buffer).
 pub(crate) fn check_elf_bytes(label: &str, bytes: &[u8]) -> BpfResult<()> {
   if bytes.len() < 4 || &bytes[..4] != b"\x7fELF" {
     let what = if Path::new(label).extension().is_some_and(|e| e == "c") { " (a C source?)" } else { "" };
+    let name = if label == "<buffer>" { "the Buffer" } else { label };
     return err(
       Code::InvalidObject,
-      format!("{label} is not an ELF file{what}; compile the BPF program first: npx node-libbpf build prog.bpf.c -o prog.bpf.o"),
+      format!("{name} is not an ELF file{what}; compile the BPF program first: npx node-libbpf build prog.bpf.c -o prog.bpf.o"),
     );
   }
   elf_check::check(bytes).or_else(|problem| {

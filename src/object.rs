@@ -67,7 +67,7 @@ fn open(source: Either<String, Buffer>, options: LoadOptions) -> BpfResult<Objec
       (path.clone(), builder.open_file(path))
     }
     Either::B(bytes) => {
-      check_elf_bytes("the Buffer", bytes)?;
+      check_elf_bytes("<buffer>", bytes)?;
       ("<buffer>".to_string(), builder.open_memory(bytes))
     }
   };
