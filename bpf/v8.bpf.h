@@ -93,7 +93,7 @@ struct v8_scratch {
 	__u64 fp;		/* its frame pointer */
 	__u64 hash;		/* of the frames so far */
 	__u32 js;		/* JS frames so far */
-	__u32 pad;
+	__u32 at_entry;		/* frame 0's pc is a builtin's first instruction, called from its caller's code (x86_64) */
 	struct v8_layout layout;	/* the process's, copied once per walk (a per-CPU array lookup per frame, not a hash one) */
 	__u64 window[V8_WINDOW_MASK + 1];
 	__u64 head[V8_HEAD_WORDS];	/* a JSFunction's first words: its map, shared and code (or dispatch handle) in one read */
@@ -265,8 +265,12 @@ __attribute__((noinline)) int v8_walk_frame(__u32 i, __u32 slot)
 		/* a typed frame (stub, builtin exit, entry...): its marker in the context slot */
 		f->slot = marker;
 	} else if (v8_function(s, s->window[V8_MASKED(ifn, V8_WINDOW_MASK)], f)) {
-		/* (a pc in a function's first instructions: the frame is its caller's, named at entered_ret) */
-		if (v8_interpreted(l, f->pc) || (!i && v8_interpreted(l, s->stack.entered_ret)))
+		/*
+		 * (a pc in a function's first instructions: the frame is its caller's, named at
+		 * entered_ret; at a builtin's first instruction the pc is the builtin's alone, which
+		 * the merged interpreter ranges may hold: the caller's code decides)
+		 */
+		if ((!(!i && s->at_entry) && v8_interpreted(l, f->pc)) || (!i && v8_interpreted(l, s->stack.entered_ret)))
 			f->slot = s->window[V8_MASKED(ibc, V8_WINDOW_MASK)];
 		s->js++;
 	}
@@ -321,6 +325,7 @@ static __always_inline __u64 v8_walk(__u32 tgid, __u64 pc, __u64 fp, __u64 sp, _
 	 * called from JIT code; user space names the caller's line from it)
 	 */
 	s->stack.entered_ret = 0;
+	s->at_entry = 0;
 	/* the stack from sp, at once (where its 4 KiB reach past the stack's end: each frame read alone) */
 	s->base = bpf_probe_read_user(s->bulk, sizeof(s->bulk), (void *)sp) ? 0 : sp;
 	if (s->base) {
@@ -341,6 +346,7 @@ static __always_inline __u64 v8_walk(__u32 tgid, __u64 pc, __u64 fp, __u64 sp, _
 	 */
 	else if (pc >= l->exe_start && pc < l->exe_end && V8_USER_ADDR(w0)) {
 		s->stack.entered_ret = w0;
+		s->at_entry = 1;
 		at_entry = true;
 	}
 #endif
