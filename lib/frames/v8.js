@@ -552,7 +552,13 @@ class V8Frames {
     return Boolean(p.names);
   }
 
-  /** frameNames of each of `frames`, in one call to the naming. */
+  /**
+   * frameNames of each of `frames`, in one call to the naming: within a time
+   * budget (`namingBudgetMs`, default 2000 ms; the frames past it are unnamed, and say
+   * so), the caches of every process named within one byte budget (their
+   * NamingCache), and no throw (a frame whose naming failed says why).
+   * What went wrong is noted once in `notes` (reason -> true), for the tool.
+   */
   namesOf(pid, frames) {
     const out = frames.map(() => null);
     const js = frames.map((f, i) => [f, i]).filter(([f]) => f && f.sfi);
@@ -577,14 +583,37 @@ class V8Frames {
     }
     // named from the process's memory (lib/frames/v8_names.js)
     if (this.opened(p, pid)) {
+      if (!this.notes) this.notes = new Map();
+      const notes = this.notes;
+      const note = (reason) => notes.size < 256 && notes.set(`pid ${pid}: ${reason}`, true);
+      // (the first process's caches are the budget of every process this names)
+      if (!this.namingCache) this.namingCache = p.names.cache;
+      p.names.share(this.namingCache);
       p.names.epoch();
+      if (this.namingBudgetMs === undefined) this.namingBudgetMs = 2000;
+      const budget = this.namingBudgetMs;
+      const deadline = performance.now() + budget;
+      const late = `[JS not named: past the naming pass's ${budget} ms budget]`;
       // the same frame in many stacks (a service's outer frames are in all of them) is named once
       const named = new Map();
       for (const [f, i] of js) {
         const key = `${f.innermost === true ? 'i' : 'r'}${f.pc}:${f.sfi}:${f.code}:${f.slot}:${f.enteredRet ?? ''}`;
         let list = named.get(key);
         if (!list) {
-          const raw = p.names.frame(f, f.innermost === true);
+          let raw;
+          if (performance.now() >= deadline) {
+            // (a hostile or huge heap: the pass ends, its last frames unnamed)
+            raw = [{ name: late, kind: 'unnamed', reason: `past the naming pass's ${budget} ms budget` }];
+            note(`JavaScript frames left unnamed: a naming pass took more than its ${budget} ms budget`);
+          } else {
+            try {
+              raw = p.names.frame(f, f.innermost === true);
+            } catch (err) {
+              const why = `naming failed: ${err.message}`;
+              raw = [{ name: `[JS ${why}]`, kind: 'unnamed', reason: why }];
+              note(`JavaScript frames left unnamed: ${why}`);
+            }
+          }
           list = raw.map((g, k) => ({ ...g, inlined: k < raw.length - 1, label: frameLabel(g) }));
           named.set(key, list);
         }

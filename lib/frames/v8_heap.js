@@ -27,6 +27,7 @@ const MAX_SOURCE = 16 << 20; // a script's source read to compute its line ends
 const MAX_LINES = 1 << 20; // line ends of a script
 const MAX_TABLE = 1 << 20; // bytes of a source position table
 const MAX_INLINED = 256; // inlined functions of one Code
+const MAX_INLINING_DEPTH = 64; // inlined frames listed for one pc
 const MAX_CODE_SCAN = 256 << 10; // bytes scanned below a pc for its code's start
 
 /** The bytes of a process's memory, read through /proc/PID/mem, a page cache in front. */
@@ -445,28 +446,40 @@ class Heap {
 
   /** Script `script`: `{ name, lineEnds }` (lineEnds: positions of the line ends, or null). */
   script(script) {
-    const L = this.L;
-    const nameObj = this.field(script, L.scriptName);
-    const name = this.isString(this.type(nameObj)) ? this.string(nameObj) : null;
-    return { name, lineEnds: this.lineEnds(script) };
+    return { name: this.scriptName(script), lineEnds: this.lineEnds(script) };
   }
 
-  /** Script `script`'s line ends: its line_ends FixedArray of SMIs, or else computed from its source (capped). */
+  /** Script `script`'s name (its file), or null. */
+  scriptName(script) {
+    const nameObj = this.field(script, this.L.scriptName);
+    return this.isString(this.type(nameObj)) ? this.string(nameObj) : null;
+  }
+
+  /** Script `script`'s line ends: its own line_ends table where that rises, or else computed from its source (capped). */
   lineEnds(script) {
+    return this.ownLineEnds(script).ends ?? this.sourceLineEnds(this.field(script, this.L.scriptSource));
+  }
+
+  /**
+   * Script `script`'s line_ends FixedArray of SMIs: `{ ends, refused }`,
+   * ends null where it has none (or one not read); `refused`: it has one
+   * whose ends do not rise strictly (garbage: no line is read from it).
+   */
+  ownLineEnds(script) {
     const L = this.L;
     const arr = this.field(script, L.scriptLineEnds);
-    if (this.type(arr) === L.types.fixedArray) {
-      const n = this.smiField(arr, L.arrayLength);
-      if (n !== null && n >= 0 && n <= MAX_LINES) {
-        const b = this.mem.read(arr - 1 + L.arrayData, n * 8);
-        if (b) {
-          const ends = new Int32Array(n);
-          for (let i = 0; i < n; i++) ends[i] = this.smi(b.readBigUInt64LE(i * 8)) ?? -1;
-          return ends;
-        }
-      }
-    }
-    const src = this.field(script, L.scriptSource);
+    if (this.type(arr) !== L.types.fixedArray) return { ends: null, refused: false };
+    const n = this.smiField(arr, L.arrayLength);
+    if (n === null || n < 0 || n > MAX_LINES) return { ends: null, refused: false };
+    const b = this.mem.read(arr - 1 + L.arrayData, n * 8);
+    if (!b) return { ends: null, refused: false };
+    const ends = new Int32Array(n);
+    for (let i = 0; i < n; i++) ends[i] = this.smi(b.readBigUInt64LE(i * 8)) ?? -1;
+    return rising(ends) ? { ends, refused: false } : { ends: null, refused: true };
+  }
+
+  /** The line ends of source string `src` (its first MAX_SOURCE characters, MAX_LINES lines), or null. */
+  sourceLineEnds(src) {
     if (!this.isString(this.type(src))) return null;
     const text = this.string(src, 0, 0, MAX_SOURCE);
     if (text === null) return null;
@@ -678,6 +691,34 @@ function baselineBytecodeOffset(table, bytecodes, sizes, at) {
   return null;
 }
 
+/** Whether line ends `ends` rise strictly from 0 up (a table read from the target may be garbage: a wrong line, unmarked). */
+function rising(ends) {
+  for (let i = 0; i < ends.length; i++) if (ends[i] < 0 || (i > 0 && ends[i] <= ends[i - 1])) return false;
+  return true;
+}
+
+/**
+ * The inlined functions at raw position `raw` of optimized code (`inlining`:
+ * Heap.inlining's positions), innermost first, up the inlining positions to
+ * the physical function: `{ chain: [{ id, offset }] (the inlining id and its
+ * script offset), outer: the physical function's position or null, cut }`;
+ * `cut` says why the walk stopped before the physical function (a cycle in
+ * the positions, or more than `max` of them): null where it did not.
+ */
+function inliningChain(raw, positions, max = MAX_INLINING_DEPTH) {
+  const chain = [];
+  const visited = new Set();
+  let cur = splitPosition(raw);
+  while (cur && cur.inlining >= 0 && cur.inlining < positions.length) {
+    if (visited.has(cur.inlining)) return { chain, outer: null, cut: `a cycle in the inlining positions (inlining id ${cur.inlining} again)` };
+    if (chain.length >= max) return { chain, outer: null, cut: `more than ${max} inlined functions` };
+    visited.add(cur.inlining);
+    chain.push({ id: cur.inlining, offset: cur.offset });
+    cur = splitPosition(positions[cur.inlining]);
+  }
+  return { chain, outer: cur, cut: null };
+}
+
 /** The script offset and inlining id of raw source position `raw`, or null (an external position). */
 function splitPosition(raw) {
   if (raw === null || (raw & 1n) === 1n) return null;
@@ -699,4 +740,4 @@ function lineOf(lineEnds, position) {
   return { line: lo + 1, column: position - lineStart + 1 };
 }
 
-module.exports = { Memory, Heap, heapLayout, positionAt, baselineBytecodeOffset, splitPosition, lineOf, KNOWN, codedError };
+module.exports = { Memory, Heap, heapLayout, positionAt, baselineBytecodeOffset, splitPosition, lineOf, rising, inliningChain, KNOWN, codedError };

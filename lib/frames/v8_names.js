@@ -28,9 +28,14 @@
  */
 const fs = require('node:fs');
 const native = require('../core/native');
-const { Memory, Heap, heapLayout, positionAt, baselineBytecodeOffset, splitPosition, lineOf } = require('./v8_heap');
+const { Memory, Heap, heapLayout, positionAt, baselineBytecodeOffset, splitPosition, lineOf, inliningChain } = require('./v8_heap');
 
-const MAX_CACHE = 8192;
+/** The most bytes the naming's caches hold (as estimated), all the processes that share them together: a tool's. */
+const MAX_CACHE_BYTES = 64 << 20;
+/** What a cache entry is counted, beyond its strings and arrays. */
+const ENTRY_BYTES = 160;
+/** The most code lookups that found no code remembered in a naming pass. */
+const MAX_MISSES = 1 << 16;
 
 /**
  * One function of a frame: `kind` interpreted, baseline, maglev, turbofan,
@@ -146,6 +151,65 @@ function interpreterAddresses(pid, binary) {
   return { exe, interpreter, ...(notes.length && { note: `JavaScript frames may be misread: ${notes.join('; ')}` }) };
 }
 
+/**
+ * The byte budget of the naming's caches (V8Names's functions, scripts,
+ * line ends, codes, named pcs): each entry counted by its estimated size,
+ * the least recently used evicted first, across every V8Names that shares
+ * it (a V8Frames shares one among the processes it names).
+ */
+class NamingCache {
+  /** @param {number} [max] the budget, in bytes */
+  constructor(max = MAX_CACHE_BYTES) {
+    this.max = max;
+    this.bytes = 0;
+    /** @type {Map<object, [Map<any, any>, any, number]>} each entry cached -> its map, key and bytes, least recently used first */
+    this.order = new Map();
+  }
+
+  /** The entry cached as `key` in `map` (now the most recently used), or undefined. */
+  get(map, key) {
+    const entry = map.get(key);
+    const rec = entry === undefined ? undefined : this.order.get(entry);
+    if (rec) {
+      this.order.delete(entry);
+      this.order.set(entry, rec);
+    }
+    return entry;
+  }
+
+  /** Caches `entry` (an object) as `key` in `map`, counted `bytes`: past the budget, the least recently used go. */
+  set(map, key, entry, bytes) {
+    this.delete(map, key);
+    map.set(key, entry);
+    this.order.set(entry, [map, key, bytes]);
+    this.bytes += bytes;
+    for (const [e, [m, k]] of this.order) {
+      if (this.bytes <= this.max || e === entry) break;
+      this.delete(m, k);
+    }
+  }
+
+  /** Forgets the entry cached as `key` in `map`. */
+  delete(map, key) {
+    const entry = map.get(key);
+    if (entry === undefined) return;
+    map.delete(key);
+    const rec = this.order.get(entry);
+    if (rec) this.bytes -= rec[2];
+    this.order.delete(entry);
+  }
+
+  /** Forgets every entry of `maps` (a V8Names closed, or moved to another budget). */
+  forget(maps) {
+    for (const [e, [m, , b]] of this.order) {
+      if (!maps.includes(m)) continue;
+      this.order.delete(e);
+      this.bytes -= b;
+    }
+    for (const m of maps) m.clear();
+  }
+}
+
 class V8Names {
   /**
    * @param {number} pid the process (as this process sees it)
@@ -161,15 +225,32 @@ class V8Names {
     this.ranges = null; // runtime address ranges of the interpreter
     /** @type {number[][]} the node binary's executable mappings ([start, end]), with ranges */
     this.exeRanges = [];
-    this.sfis = new Map(); // sfi -> { nos, script, fdata, info }
-    this.scripts = new Map(); // script -> { name, lineEndsObj, info }
-    this.codes = new Map(); // code -> { info }
+    // (the caches: entries within the byte budget of `cache`, shared with other processes' by `share`)
+    this.sfis = new Map(); // sfi -> { nos, script, info }
+    this.scripts = new Map(); // script -> { nameObj, endsObj, info }
+    this.lineEnds = new Map(); // `${line_ends}:${source}` -> { stamp, ends, refused }: scripts of one source share it
+    this.codes = new Map(); // pc -> { addr }: the Code found there
     this.seen = new Map(); // looked-up pc -> { sfi, code, start, out }: compiled frames named while their code lived
+    this.misses = new Set(); // pcs where a naming pass found no code (each scan reads up to 256 KiB)
+    this.cache = new NamingCache();
     this.stats = { frames: 0, named: 0, lines: 0 };
+  }
+
+  /** Keeps this process's caches within budget `cache` (shared with other V8Names): what it cached so far is dropped. */
+  share(cache) {
+    if (cache === this.cache) return;
+    this.cache.forget(this.#maps());
+    this.cache = cache;
+  }
+
+  #maps() {
+    return [this.sfis, this.scripts, this.lineEnds, this.codes, this.seen];
   }
 
   close() {
     this.mem.close();
+    this.cache.forget(this.#maps());
+    this.misses.clear();
   }
 
   /** Whether `pc` is in the interpreter's code. */
@@ -196,70 +277,110 @@ class V8Names {
   /** Starts a naming pass: memory read from here on is fresh. */
   epoch() {
     this.mem.epoch();
+    this.misses.clear();
   }
 
-  /** SFI `sfi`'s { name, file, lineEnds, start, bytecode } (cached, validated), or null: not an SFI. */
+  /**
+   * SFI `sfi`'s { name, file, lineEnds, start, bytecode, script } (cached,
+   * validated; lineEnds read through the cache of line ends at each use), or
+   * null: not an SFI.
+   */
   function(sfi) {
     const h = this.heap;
     const L = this.layout;
-    const cached = this.sfis.get(sfi);
+    const cached = this.cache.get(this.sfis, sfi);
     // valid while the object at the address is an SFI with the same name and script fields
     const nos = h.field(sfi, L.sfiName);
     const script = h.field(sfi, L.sfiScript);
     if (nos === null || h.type(sfi) !== L.types.sfi) {
-      this.sfis.delete(sfi);
+      this.cache.delete(this.sfis, sfi);
       return null;
     }
     // (its bytecode may be flushed or replaced since: an interpreted frame reads it afresh, h.bytecode)
     if (cached && cached.nos === nos && cached.script === script) return cached.info;
     const s = h.sfi(sfi);
     if (!s) return null;
-    const sc = s.script ? this.script(s.script) : { name: null, lineEnds: null };
-    const info = { name: s.name || '(anonymous)', file: sc.name, lineEnds: sc.lineEnds, start: s.start, bytecode: s.bytecode };
-    if (this.sfis.size >= MAX_CACHE) this.sfis.clear();
-    this.sfis.set(sfi, { nos, script, info });
+    const sc = s.script ? this.script(s.script) : { name: null };
+    const names = this;
+    const info = {
+      name: s.name || '(anonymous)',
+      file: sc.name,
+      start: s.start,
+      bytecode: s.bytecode,
+      script: s.script,
+      /** @type {Int32Array | null} */
+      get lineEnds() {
+        return (s.script && names.lineEndsOf(s.script)?.ends) || null;
+      },
+    };
+    this.cache.set(this.sfis, sfi, { nos, script, info }, ENTRY_BYTES + 2 * (info.name.length + (info.file?.length ?? 0)));
     return info;
   }
 
-  /** Script `script`'s { name, lineEnds } (cached, validated). */
+  /** Script `script`'s { name } (cached, validated). */
   script(script) {
     const h = this.heap;
     const L = this.layout;
     const nameObj = h.field(script, L.scriptName);
     const endsObj = h.field(script, L.scriptLineEnds);
-    const cached = this.scripts.get(script);
+    const cached = this.cache.get(this.scripts, script);
     if (cached && cached.nameObj === nameObj && cached.endsObj === endsObj && h.type(script) === L.types.script) return cached.info;
-    const info = h.script(script);
-    if (this.scripts.size >= MAX_CACHE) this.scripts.clear();
-    this.scripts.set(script, { nameObj, endsObj, info });
+    const info = { name: h.scriptName(script) };
+    this.cache.set(this.scripts, script, { nameObj, endsObj, info }, ENTRY_BYTES + 2 * (info.name?.length ?? 0));
     return info;
   }
 
-  /** The Code holding `pc` (cached by pc, validated: still a Code covering it), or null. */
+  /**
+   * Script `script`'s line ends (cached, validated): `{ ends, refused }`,
+   * ends its own line_ends table where that rises strictly, else computed
+   * from its source, once a source object (scripts of one source share
+   * them); `refused`: its own table did not rise. Null: neither read.
+   */
+  lineEndsOf(script) {
+    const h = this.heap;
+    const L = this.layout;
+    const endsObj = h.field(script, L.scriptLineEnds);
+    const src = h.field(script, L.scriptSource);
+    if (endsObj === null || src === null || h.type(script) !== L.types.script) return null;
+    const key = `${endsObj}:${src}`;
+    // (valid while the objects there have the same types and lengths)
+    const stamp = `${h.type(endsObj)}:${h.smiField(endsObj, L.arrayLength)}:${h.type(src)}:${h.isObject(src) ? h.mem.i32(src - 1 + L.stringLength) : null}`;
+    const cached = this.cache.get(this.lineEnds, key);
+    if (cached && cached.stamp === stamp) return cached;
+    const own = h.ownLineEnds(script);
+    const entry = { stamp, ends: own.ends ?? h.sourceLineEnds(src), refused: own.refused };
+    this.cache.set(this.lineEnds, key, entry, ENTRY_BYTES + (entry.ends?.byteLength ?? 0));
+    return entry;
+  }
+
+  /** The Code holding `pc` (cached by pc, validated: still a Code covering it; where none is, not looked for again this pass), or null. */
   codeAt(pc) {
     const h = this.heap;
-    const cached = this.codes.get(pc);
+    const cached = this.cache.get(this.codes, pc);
     if (cached) {
-      const c = h.code(cached);
-      if (c && c.start <= pc && pc < c.start + c.size) return { addr: cached, ...c };
-      this.codes.delete(pc);
+      const c = h.code(cached.addr);
+      if (c && c.start <= pc && pc < c.start + c.size) return { addr: cached.addr, ...c };
+      this.cache.delete(this.codes, pc);
     }
+    if (this.misses.has(pc)) return null;
     const found = h.codeAt(pc);
-    if (found) {
-      if (this.codes.size >= MAX_CACHE) this.codes.clear();
-      this.codes.set(pc, found.addr);
-    }
+    if (found) this.cache.set(this.codes, pc, { addr: found.addr }, ENTRY_BYTES);
+    else if (this.misses.size < MAX_MISSES) this.misses.add(pc);
     return found;
   }
 
   /** A named frame of function `fn` at source position `position` (or its start). */
   named(fn, kind, position, reason, startLine = true) {
-    let where = position === null ? null : lineOf(fn.lineEnds, position);
+    const lines = fn.script ? this.lineEndsOf(fn.script) : null;
+    const ends = lines?.ends ?? null;
+    let where = position === null ? null : lineOf(ends, position);
     let why = reason;
     if (!where && fn.start !== null && startLine) {
-      where = lineOf(fn.lineEnds, fn.start);
+      where = lineOf(ends, fn.start);
       why ??= 'no source position for the pc: the line where the function starts';
     }
+    // (a table of line ends that does not rise, with no source to compute them from: no line, and why)
+    if (!where && lines?.refused) why ??= "no line: the script's line ends as read do not rise (garbage), and its source could not be read";
     // (a position past the script's line ends as read, or no start: a frame without a line says why)
     if (!where) why ??= "no line: the position is outside the script's line ends as read";
     const out = { name: fn.name, file: fn.file ?? undefined, line: where?.line, column: where?.column, kind };
@@ -329,7 +450,7 @@ class V8Names {
     const L = this.layout;
     const at = innermost ? pc : pc - 1; // (a return address: the call is before it)
     // (named before from the same code, still there: a Code's positions and inlining never change)
-    const seen = this.seen.get(at);
+    const seen = this.cache.get(this.seen, at);
     if (seen && seen.sfi === sfi) {
       const c = h.code(seen.code);
       if (c && c.start === seen.start && at < c.start + c.size) return seen.out;
@@ -355,8 +476,8 @@ class V8Names {
       if (seen && seen.sfi === sfi) return seen.out;
       return [this.named(fn, 'unknown', null, "the code at the pc is not the function's, or was collected since the sample: no line", false)];
     }
-    if (this.seen.size >= MAX_CACHE) this.seen.clear();
-    this.seen.set(at, { sfi, code: code.addr, start: code.start, out });
+    const bytes = out.reduce((n, /** @type {JsFrame} */ f) => n + ENTRY_BYTES + 2 * (f.name.length + (f.file?.length ?? 0) + (f.reason?.length ?? 0)), ENTRY_BYTES);
+    this.cache.set(this.seen, at, { sfi, code: code.addr, start: code.start, out }, bytes);
     return out;
   }
 
@@ -406,16 +527,17 @@ class V8Names {
     // inlined: innermost first, up the inlining positions to the physical function
     const inl = h.inlining(code.deopt);
     if (!inl) return [this.named(fn, kind, null, 'unreadable inlining data')];
+    const { chain, outer, cut } = inliningChain(raw, inl.positions);
     const out = [];
-    let cur = pos;
-    for (let n = 0; n < 64 && cur && cur.inlining >= 0 && cur.inlining < inl.sfis.length; n++) {
-      const inner = inl.sfis[cur.inlining] !== null ? this.function(inl.sfis[cur.inlining]) : null;
-      out.push(inner ? { ...this.named(inner, kind, cur.offset, null), inlined: true } : { name: '[JS inlined: unreadable]', kind: 'unnamed', inlined: true });
-      cur = splitPosition(inl.positions[cur.inlining]);
+    for (const { id, offset } of chain) {
+      const inner = inl.sfis[id] !== null ? this.function(inl.sfis[id]) : null;
+      out.push(inner ? { ...this.named(inner, kind, offset, null), inlined: true } : { name: '[JS inlined: unreadable]', kind: 'unnamed', inlined: true });
     }
-    out.push(this.named(fn, kind, cur ? cur.offset : null, null));
+    // (a cycle or too deep: the list ends with a frame that says it was cut, the physical function without its line)
+    if (cut) out.push({ name: `[JS inlined frames cut: ${cut}]`, kind: 'unnamed', inlined: true, reason: cut });
+    out.push(this.named(fn, kind, cut ? null : outer ? outer.offset : null, cut ? `the inlined frames were cut (${cut}): the line where the function starts` : null));
     return out;
   }
 }
 
-module.exports = { V8Names, interpreterRanges, interpreterAddresses };
+module.exports = { V8Names, NamingCache, interpreterRanges, interpreterAddresses, MAX_CACHE_BYTES };
