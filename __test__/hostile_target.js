@@ -100,18 +100,21 @@ async function watchOpens(t, paths) {
 
 /**
  * Runs `stackcount -p PID --profile -d 2` (`args`: other arguments, after
- * those) against process `pid`, as root, killed past TRACER_LIMIT_MS.
+ * those) against process `pid`, as root (or under `prefix`, a command
+ * that runs the tracer: `['setpriv', '--reuid=1000', ...]`), killed past
+ * TRACER_LIMIT_MS.
  * Resolves to `{ code, signal, hung, ms, maxRssKb, stdout, stderr }`:
  * maxRssKb is the tracer's peak RSS, as it reported it at its exit
  * (process.resourceUsage().maxRSS, by a preloaded module: null when it
  * did not exit by itself).
  */
-function runTracer(pid, { args = ['--profile', '-d', '2'], env = {}, spawnOptions = {} } = {}) {
+function runTracer(pid, { args = ['--profile', '-d', '2'], env = {}, spawnOptions = {}, prefix = [] } = {}) {
   const report = path.join(os.tmpdir(), `hostile-tracer-rss-${process.pid}-${Date.now()}-${Math.random().toString(36).slice(2)}`);
   const preload = path.join(os.tmpdir(), `hostile-tracer-preload-${process.pid}.js`);
   fs.writeFileSync(preload, `process.on('exit', () => require('fs').writeFileSync(${JSON.stringify(report)}, String(process.resourceUsage().maxRSS)));\n`);
   const started = Date.now();
-  const child = spawn(process.execPath, ['--require', preload, STACKCOUNT, '-p', String(pid), ...args], {
+  const command = [...prefix, process.execPath, '--require', preload, STACKCOUNT, '-p', String(pid), ...args];
+  const child = spawn(command[0], command.slice(1), {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, ...env },
     ...spawnOptions,

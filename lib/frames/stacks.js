@@ -30,6 +30,10 @@ const EFAULT = 14; // bpf/stacks.bpf.h: no stack of that kind (a kernel thread's
  * function inlined where the sample landed; else from its perf map, where a
  * Maglev frame (which may hold inlined functions' code, unnamed) says so and
  * which flag names them, unless the process runs with --no-maglev-inlining.
+ *
+ * What the traced process's data cannot give (its files not ours to read:
+ * EACCES, EPERM; the process gone; a jitdump cut short) never throws: the
+ * frames are unnamed, and `takeNotes()` says why, each reason once.
  */
 class StackSymbolizer {
   /** @param {Pick<typeof import('../core/native'), 'Symbolizer'>} [bpf] what makes the Symbolizer: the addon (default) or the package entry */
@@ -38,6 +42,8 @@ class StackSymbolizer {
     this.cache = new Map(); // 'k' or pid -> Map(address -> [name, innermost first])
     this.jit = new Map(); // pid -> { dump: JitDump | null, maglevInlining, error }
     this.perfMapEnds = new Map(); // pid -> the bytes of its perf map that name its JIT frames (endWindow), else all
+    this.notes = new Map(); // why frames went unnamed: reason -> whether takeNotes() has returned it
+    this.unreadable = new Map(); // pid -> why its user-space frames are not named (null: they are), looked at once
     // JS frames walked in the kernel and named from V8's own data (lib/frames/v8.js): they win over the perf map
     this.v8 = new V8Frames(bpf);
   }
@@ -93,27 +99,77 @@ class StackSymbolizer {
     this.#user(pid, addresses);
   }
 
+  /**
+   * Why frames were left unnamed since the last call (`pid 42: ...`: its
+   * maps not readable, its jitdump cut short, the naming's time budget
+   * spent), each distinct reason once over the symbolizer's life, unescaped:
+   * for a tool to print (escapeText) as it goes, or at its end.
+   * @returns {string[]}
+   */
+  takeNotes() {
+    for (const reason of this.v8.notes?.keys() ?? []) if (!this.notes.has(reason)) this.notes.set(reason, false);
+    const fresh = [...this.notes].filter(([, taken]) => !taken).map(([reason]) => reason);
+    for (const reason of fresh) this.notes.set(reason, true);
+    return fresh;
+  }
+
+  /** Notes `reason` about process `pid` (once). */
+  #note(pid, reason) {
+    const key = `pid ${pid}: ${reason}`;
+    if (!this.notes.has(key) && this.notes.size < MAX_NOTES) this.notes.set(key, false);
+  }
+
   /** What the JIT naming of process `pid` has: `{ dump, maglevInlining, error }` (`dump`: a JitDump, or null without --perf-prof). */
   jitOf(pid) {
     if (!this.jit.has(pid)) {
-      const flags = jitdump.nodeFlags(pid);
-      let dump = null;
-      const file = jitdump.findJitDump(pid, flags);
-      if (file) dump = new jitdump.JitDump(file);
-      const maglevInlining = !jitdump.flagOn(flags, '--no-maglev-inlining') && !jitdump.flagOn(flags, '--no-maglev');
-      this.jit.set(pid, { dump, maglevInlining, error: null });
+      let entry;
+      try {
+        const flags = jitdump.nodeFlags(pid);
+        let dump = null;
+        const file = jitdump.findJitDump(pid, flags);
+        if (file) dump = new jitdump.JitDump(file);
+        const maglevInlining = !jitdump.flagOn(flags, '--no-maglev-inlining') && !jitdump.flagOn(flags, '--no-maglev');
+        entry = { dump, maglevInlining, error: null };
+      } catch (err) {
+        // (its /proc entries gone, or not ours to read: the perf map alone names its JIT frames)
+        entry = { dump: null, maglevInlining: false, error: err };
+        this.#note(pid, `its jitdump not looked for: ${err.message}`);
+      }
+      this.jit.set(pid, entry);
     }
     return this.jit.get(pid);
   }
 
+  /**
+   * Notes, once per process, that its files are not ours to read: another
+   * user's process, or a non-dumpable one, without CAP_SYS_PTRACE (its
+   * binaries through /proc/PID/root and map_files refused, its frames
+   * [unknown] but what its perf map names).
+   */
+  #lookAt(pid) {
+    if (this.unreadable.has(pid)) return;
+    if (this.unreadable.size >= MAX_NOTES) this.unreadable.clear();
+    let why = null;
+    try {
+      fs.readlinkSync(`/proc/${pid}/exe`);
+    } catch (err) {
+      // (gone: said by the frames, [unknown] once it is)
+      if (err.code !== 'ENOENT' && err.code !== 'ESRCH') why = `/proc/${pid}/exe: ${err.code ?? err.message} (another user's process, or a non-dumpable one: run as root, or with CAP_SYS_PTRACE)`;
+    }
+    this.unreadable.set(pid, why);
+    if (why) this.#note(pid, `its user-space frames are not named: ${why}`);
+  }
+
   #user(pid, addresses) {
     return this.#names(pid, addresses, (todo) => {
+      this.#lookAt(pid);
       let found;
       try {
         found = this.symbolizer.process(pid, todo, this.perfMapEnds.get(pid));
       } catch (err) {
-        if (err.code === 'ENOENT') return todo.map(() => [frameName({})]);
-        throw err;
+        // gone (ENOENT), or not ours to read (EACCES, EPERM: another user's process, a non-dumpable one): unnamed
+        if (err.code !== 'ENOENT' && !this.unreadable.get(pid)) this.#note(pid, `its user-space frames are not named: ${err.message}`);
+        return todo.map(() => [frameName({})]);
       }
       const jit = this.jitOf(pid);
       if (jit.dump) {
@@ -121,7 +177,12 @@ class StackSymbolizer {
           jit.dump.refresh();
         } catch (err) {
           jit.error ??= err; // said once by the tool; the perf map still names what it can
+          this.#note(pid, `its jitdump is not read: ${err.message}: inlined JavaScript functions are not named`);
         }
+        const d = jit.dump;
+        if (d.limited) this.#note(pid, `${d.file}: read up to ${d.limited}: code compiled later is named from the perf map alone`);
+        if (d.malformed) this.#note(pid, `${d.file}: read up to a malformed record (${d.malformed})`);
+        if (d.truncated) this.#note(pid, `${d.file}: only its first ${jitdump.MAX_BYTES >> 20} MiB read: code compiled later is named from the perf map alone`);
       }
       return found.map((frame, i) => {
         const inDump = jit.dump?.frames(todo[i]);
@@ -145,6 +206,9 @@ class StackSymbolizer {
     return addresses.map((a) => known.get(a) ?? fresh.get(a));
   }
 }
+
+/** The most distinct notes kept (a reason names a pid: a system-wide count of many processes). */
+const MAX_NOTES = 256;
 
 /** What a perf map's Maglev frame says, as the target may inline there (Node 24 and 26 do, first). */
 const MAY_HOLD_INLINED = `[may hold inlined code: run node with ${jitdump.MAGLEV_FLAG} to name it]`;
