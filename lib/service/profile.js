@@ -306,7 +306,7 @@ class Profiler {
     if (this.#options.sourceMaps) this.#sourceMaps = new SourceMaps({ pid: process.pid });
     // this process's V8 layout: the programs walk its JS frames (bpf/v8.bpf.h); v8: false leaves them to the perf map
     try {
-      if (this.#options.v8) this.#v8Error = this.#symbolizer.v8.watch(obj, process.pid, this.#ids.tgid);
+      if (this.#options.v8) this.#v8Error = this.#symbolizer.v8.watch(obj, process.pid, this.#ids.tgid) ?? this.#selfCheck(obj);
       else this.#v8Error = codedError('ERR_V8_OFF', 'profile({ v8: false })');
       if (!this.#v8Error) this.#walk = this.#symbolizer.v8.walkState(obj);
     } catch (err) {
@@ -314,6 +314,39 @@ class Profiler {
       throw err;
     }
     forgotten.register(this, obj, this);
+  }
+
+  /**
+   * The V8 layout checked on a frame of ours before anything is named with
+   * it (V8Frames.selfCheck): the walk records a function of lib/frames/v8.js
+   * as it waits 1 ms (the off-CPU program), or spins (the CPU sampler, at
+   * 10 kHz on the main thread: 20 ms at most; the tick's: 50 ms). Null, or
+   * the ERR_V8_LAYOUT that says its frames are left unnamed.
+   */
+  #selfCheck(obj) {
+    const o = this.#options;
+    const detachOf = (link) => () => link.detach();
+    let attach;
+    let spinMs = 0;
+    if (o.offCpu && o.offCpuEvent === 'sched_switch') {
+      attach = () => detachOf(obj.attach('handle_sched_switch'));
+    } else if (o.offCpu) {
+      attach = () => {
+        obj.setGlobalVariable('off', { ...obj.getGlobalVariable('off'), start_ns: 0n, nvcsw: 0n, nivcsw: 0n });
+        obj.setGlobalVariable('flushing', 0);
+        return detachOf(obj.attachPerfEvent('handle_switch', { event: 'context-switches', period: 1, pid: process.pid }));
+      };
+    } else if (this.#clock !== 'tick') {
+      spinMs = 20;
+      attach = () => detachOf(obj.attachPerfEvent('handle_sample', { event: 'cpu-clock', period: 100000, pid: process.pid }));
+    } else {
+      spinMs = 50;
+      attach = () => detachOf(obj.attach('handle_tick'));
+    }
+    const error = this.#symbolizer.v8.selfCheck(obj, process.pid, { kernelPid: this.#ids.tgid, attach, spinMs });
+    // (the check's interval off the CPU is no window's)
+    obj.setGlobalVariable('off', { ...obj.getGlobalVariable('off'), start_ns: 0n });
+    return error;
   }
 
   /** The options in force (defaults filled in). */
