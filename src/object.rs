@@ -61,17 +61,17 @@ fn open(source: Either<String, Buffer>, options: LoadOptions) -> BpfResult<Objec
     }
     builder.btf_custom_path(path).map_err(|e| BpfError::libbpf(Code::InvalidValue, "invalid btfPath", &e))?;
   }
-  let (label, opened) = match &source {
+  let (label, source) = match &source {
     Either::A(path) => {
       check_elf_file(path)?;
-      (path.clone(), builder.open_file(path))
+      (path.clone(), Either::A(path.as_str()))
     }
     Either::B(bytes) => {
       check_elf_bytes("<buffer>", bytes)?;
-      ("<buffer>".to_string(), builder.open_memory(bytes))
+      ("<buffer>".to_string(), Either::B(&bytes[..]))
     }
   };
-  let open = opened.map_err(|e| diagnose::open_error(&label, &e))?;
+  let open = open_checked(&builder, &label, source)?;
   // libbpf crashes loading a struct_ops map that is not in a .struct_ops
   // section (a corrupt object can make one); node-libbpf cannot register
   // struct_ops anyway
@@ -90,6 +90,44 @@ fn open(source: Either<String, Buffer>, options: LoadOptions) -> BpfResult<Objec
 impl ObjectHandle {
   pub(crate) fn state(&self) -> BpfResult<RefMut<'_, ObjectState>> {
     borrow(&self.state)
+  }
+}
+
+/// bpf_object__open_file / __open_mem with `builder`'s options, as libbpf-rs
+/// calls them, but the pointer returned is checked for what libbpf-rs
+/// trusts: libbpf encodes an error as a pointer in the last 4095 bytes of the
+/// address space, and an error code it computed wrong (a size past 2^31 in an
+/// `int`, from a forged object) fell outside that range and passed as an
+/// object, which the first use faulted on. No user-space pointer has the top
+/// bit set (x86_64 and arm64), so any such pointer is an error.
+fn open_checked(builder: &ObjectBuilder, label: &str, source: Either<&str, &[u8]>) -> BpfResult<libbpf_rs::OpenObject> {
+  use libbpf_rs::AsRawLibbpf;
+  let opts = builder.as_libbpf_object().as_ptr();
+  let ptr = match source {
+    Either::A(path) => {
+      let path = std::ffi::CString::new(path).map_err(|_| {
+        BpfError::new(Code::InvalidValue, format!("{label}: a NUL byte in the path; give the object's file path"))
+      })?;
+      // SAFETY: a NUL-terminated path and the builder's open options, both alive for the call.
+      unsafe { libbpf_sys::bpf_object__open_file(path.as_ptr(), opts) }
+    }
+    // SAFETY: the bytes and their length, alive for the call (libbpf copies what it keeps), and the options.
+    Either::B(bytes) => unsafe { libbpf_sys::bpf_object__open_mem(bytes.as_ptr().cast(), bytes.len() as _, opts) },
+  };
+  if (ptr as isize) < -4095 {
+    return Err(BpfError::new(
+      Code::InvalidObject,
+      format!(
+        "{label} is not a valid BPF object: libbpf returned the error code {} in place of an object; recompile it: npx node-libbpf build prog.bpf.c -o prog.bpf.o",
+        ptr as isize
+      ),
+    ));
+  }
+  // SAFETY: libbpf_get_error may be called on any pointer an open returns.
+  match unsafe { libbpf_sys::libbpf_get_error(ptr as *const _) } {
+    // SAFETY: no error: libbpf returned a valid, non-null object, ours to own.
+    0 => Ok(unsafe { libbpf_rs::OpenObject::from_ptr(std::ptr::NonNull::new_unchecked(ptr)) }),
+    e => Err(diagnose::open_error(label, &libbpf_rs::Error::from_raw_os_error(-e as i32))),
   }
 }
 
@@ -232,5 +270,23 @@ pub(crate) fn program_name(state: &Shared, prog: &ProgramArg<'_>) -> BpfResult<S
         ),
       )
     }
+  }
+}
+
+#[cfg(test)]
+mod tests {
+  use super::*;
+
+  #[test]
+  fn an_error_code_passed_off_as_an_object_is_an_error() {
+    // the shipped bashreadline.bpf.o with five bits flipped: a .kconfig extern's BTF int of 2^31 + 4
+    // bytes, which libbpf's open returned as an error code outside its error range (the ELF check
+    // refuses the file before libbpf sees it; here libbpf gets it, unchecked)
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/__test__/fixtures/fuzz/sigsegv-kcfg-extern-size--bashreadline.bpf.o");
+    let bytes = std::fs::read(path).unwrap();
+    let builder = ObjectBuilder::default();
+    let e = open_checked(&builder, "<buffer>", Either::B(&bytes)).err().expect("an error, not an object");
+    assert_eq!(e.code, Code::InvalidObject, "{}", e.message);
+    assert!(e.message.contains("in place of an object"), "{}", e.message);
   }
 }
