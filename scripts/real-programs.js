@@ -73,7 +73,8 @@ function main() {
     process.exit(2);
   }
   const dir = opts.keep ? path.resolve(opts.keep) : fs.mkdtempSync(path.join(os.tmpdir(), 'real-programs-'));
-  console.error(`real-programs: ${programs.join(', ')} under node ${nodes.map((n) => n.label).join(', ')}, ${modes.join(' and ')}, ${seconds} s each (runs in ${dir})`);
+  console.error(`real-programs: under node ${nodes.map((n) => n.label).join(', ')}, ${modes.join(' and ')}, ${seconds} s each (runs in ${dir}):`);
+  for (const p of programs) console.error(`  ${p}: ${real.PROGRAMS[p].what}`);
   real.measure({ programs, nodes, modes, seconds, dir, log: (row) => console.error(`  ${row.program} node ${row.node} ${row.mode}: ${row.error ? `error: ${row.error}` : `${row.top}/${row.topOf}, ${(100 * row.line).toFixed(1)}% with a line`}`) }).then((rows) => {
     if (opts.json) {
       console.log(JSON.stringify(rows.map(({ oracle, ours, ...r }) => r), null, 2));
