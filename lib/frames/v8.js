@@ -787,9 +787,7 @@ class V8Frames {
     }
     // named from the process's memory (lib/frames/v8_names.js)
     if (this.opened(p, pid)) {
-      if (!this.notes) this.notes = new Map();
-      const notes = this.notes;
-      const note = (reason) => notes.size < 256 && notes.set(`pid ${pid}: ${reason}`, true);
+      const note = (reason) => this.notes.size < 256 && this.notes.set(`pid ${pid}: ${reason}`, true);
       // (the first process's caches are the budget of every process this names)
       if (!this.namingCache) this.namingCache = p.names.cache;
       p.names.share(this.namingCache);
