@@ -23,8 +23,10 @@ const MAX_READ = 1 << 20; // one read: 1 MiB at most
 const MAX_PAGES = 4096; // the page cache: 16 MiB at most
 const MAX_STRING = 1024; // characters of a name kept
 const MAX_STRING_DEPTH = 8; // cons/thin/sliced hops
-const MAX_SOURCE = 16 << 20; // a script's source read to compute its line ends
-const MAX_LINES = 1 << 20; // line ends of a script
+const MAX_SOURCE = 64 << 20; // bytes of a script's source read to compute its line ends
+const SOURCE_CHUNK = 1 << 20; // one read of a source: 1 MiB
+const MAX_PIECES = 4096; // flat pieces (and hops) of one source string
+const MAX_LINES = 1 << 22; // line ends of a script
 const MAX_TABLE = 1 << 20; // bytes of a source position table
 const MAX_INLINED = 256; // inlined functions of one Code
 const MAX_INLINING_DEPTH = 64; // inlined frames listed for one pc
@@ -471,22 +473,110 @@ class Heap {
     if (this.type(arr) !== L.types.fixedArray) return { ends: null, refused: false };
     const n = this.smiField(arr, L.arrayLength);
     if (n === null || n < 0 || n > MAX_LINES) return { ends: null, refused: false };
-    const b = this.mem.read(arr - 1 + L.arrayData, n * 8);
-    if (!b) return { ends: null, refused: false };
     const ends = new Int32Array(n);
-    for (let i = 0; i < n; i++) ends[i] = this.smi(b.readBigUInt64LE(i * 8)) ?? -1;
+    // (a big script's table is more than one read: 1 MiB at a time)
+    for (let i = 0; i < n; ) {
+      const k = Math.min(n - i, MAX_READ / 8);
+      const b = this.mem.read(arr - 1 + L.arrayData + i * 8, k * 8);
+      if (!b) return { ends: null, refused: false };
+      for (let j = 0; j < k; j++) ends[i + j] = this.smi(b.readBigUInt64LE(j * 8)) ?? -1;
+      i += k;
+    }
     return rising(ends) ? { ends, refused: false } : { ends: null, refused: true };
   }
 
-  /** The line ends of source string `src` (its first MAX_SOURCE characters, MAX_LINES lines), or null. */
-  sourceLineEnds(src) {
-    if (!this.isString(this.type(src))) return null;
-    const text = this.string(src, 0, 0, MAX_SOURCE);
-    if (text === null) return null;
+  /**
+   * Calls `visit(bytes, oneByte)` on the characters of string `obj`, in
+   * order, in flat pieces of at most 1 MiB read through Memory.raw (never
+   * the page cache): sequential, external (its cached data), cons, sliced
+   * and thin strings, at most `maxChars` characters. False where a piece
+   * could not be read (a wrong type, an unreadable address, an uncached
+   * external string, more than MAX_PIECES pieces).
+   */
+  stringChunks(obj, maxChars, visit) {
+    const L = this.L;
+    const stack = [[obj, 0, maxChars]];
+    for (let hops = 0; stack.length; ) {
+      const [o, from, n] = /** @type {number[]} */ (stack.pop());
+      if (n <= 0) continue;
+      if (++hops > MAX_PIECES) return false;
+      const type = this.type(o);
+      if (!this.isString(type)) return false;
+      const length = this.mem.i32(o - 1 + L.stringLength);
+      if (length === null || length < 0 || from < 0 || from + n > length) return false;
+      const rep = type & L.representationMask;
+      let at = null;
+      if (rep === 0) at = o - 1 + L.seqChars;
+      else if (rep === L.externalTag) {
+        if (type & 0x10) return false; // uncached: no data pointer
+        at = this.mem.word(o - 1 + L.externalResource + 8);
+      } else if (rep === L.thinTag) {
+        stack.push([this.field(o, L.thinActual), from, n]);
+        continue;
+      } else if (rep === L.slicedTag) {
+        const offset = this.smiField(o, L.slicedOffset);
+        if (offset === null || offset < 0) return false;
+        stack.push([this.field(o, L.slicedParent), from + offset, n]);
+        continue;
+      } else if (rep === L.consTag) {
+        const a = this.field(o, L.consFirst);
+        const aLength = this.isObject(a) ? this.mem.i32(a - 1 + L.stringLength) : null;
+        if (aLength === null || aLength < 0 || aLength > length) return false;
+        // (the second part first on the stack: the first is read first)
+        if (from + n > aLength) stack.push([this.field(o, L.consSecond), Math.max(0, from - aLength), from + n - Math.max(from, aLength)]);
+        if (from < aLength) stack.push([a, from, Math.min(n, aLength - from)]);
+        continue;
+      } else return false;
+      const w = (type & L.encodingMask) === L.oneByteTag ? 1 : 2;
+      if (!at || at < PAGE || at + (from + n) * w > 2 ** 53) return false;
+      for (let done = 0; done < n; ) {
+        const k = Math.min(n - done, SOURCE_CHUNK / w);
+        const b = this.mem.raw(at + (from + done) * w, k * w);
+        if (!b) return false;
+        visit(b, w === 1);
+        done += k;
+      }
+    }
+    return true;
+  }
+
+  /**
+   * The line ends of source string `src`, computed from its characters:
+   * `{ ends, why }`, ends null where the source could not be read; a source
+   * of more than MAX_SOURCE bytes (or MAX_LINES lines) gives the ends of
+   * its first part, and `why` says where they stop.
+   */
+  sourceLines(src) {
+    const type = this.type(src);
+    if (!this.isString(type)) return { ends: null, why: "no line: the script's source is not a string" };
+    const length = this.mem.i32(src - 1 + this.L.stringLength);
+    if (length === null || length < 0 || length > 1 << 30) return { ends: null, why: "no line: the script's source length could not be read" };
+    const w = (type & this.L.encodingMask) === this.L.oneByteTag ? 1 : 2;
+    const n = Math.min(length, MAX_SOURCE / w);
     const ends = [];
-    for (let i = text.indexOf('\n'); i >= 0 && ends.length < MAX_LINES; i = text.indexOf('\n', i + 1)) ends.push(i);
-    ends.push(text.length);
-    return Int32Array.from(ends);
+    let at = 0; // characters scanned
+    const ok = this.stringChunks(src, n, (b, oneByte) => {
+      if (ends.length < MAX_LINES) {
+        // '\n' a byte, or a 16-bit unit (0x0a 0x00, at an even offset)
+        for (let i = b.indexOf(10); i >= 0 && ends.length < MAX_LINES; i = b.indexOf(10, i + 1)) {
+          if (oneByte) ends.push(at + i);
+          else if (i % 2 === 0 && b[i + 1] === 0) ends.push(at + i / 2);
+        }
+      }
+      at += oneByte ? b.length : b.length / 2;
+    });
+    if (!ok || at !== n) return { ends: null, why: "no line: the script's source could not be read" };
+    if (n === length && ends.length < MAX_LINES) {
+      ends.push(length);
+      return { ends: Int32Array.from(ends), why: null };
+    }
+    const why = ends.length >= MAX_LINES ? `no line: past the script's first ${MAX_LINES} lines` : `no line: past the first ${MAX_SOURCE >> 20} MiB of the script's source (${length} characters)`;
+    return { ends: Int32Array.from(ends), why };
+  }
+
+  /** The line ends of source string `src` (sourceLines' ends), or null. */
+  sourceLineEnds(src) {
+    return this.sourceLines(src).ends;
   }
 
   /** The bytes of ByteArray-like `arr` (its SMI length at arrayLength, data after), capped; or null. */

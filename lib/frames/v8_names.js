@@ -348,7 +348,8 @@ class V8Names {
     const cached = this.cache.get(this.lineEnds, key);
     if (cached && cached.stamp === stamp) return cached;
     const own = h.ownLineEnds(script);
-    const entry = { stamp, ends: own.ends ?? h.sourceLineEnds(src), refused: own.refused };
+    const computed = own.ends ? null : h.sourceLines(src);
+    const entry = { stamp, ends: own.ends ?? computed?.ends ?? null, refused: own.refused, why: computed?.why ?? null };
     this.cache.set(this.lineEnds, key, entry, ENTRY_BYTES + (entry.ends?.byteLength ?? 0));
     return entry;
   }
@@ -381,6 +382,8 @@ class V8Names {
     }
     // (a table of line ends that does not rise, with no source to compute them from: no line, and why)
     if (!where && lines?.refused) why ??= "no line: the script's line ends as read do not rise (garbage), and its source could not be read";
+    // (a source past the bytes read for its lines, or unreadable: the frame says which)
+    if (!where && lines?.why) why ??= lines.why;
     // (a position past the script's line ends as read, or no start: a frame without a line says why)
     if (!where) why ??= "no line: the position is outside the script's line ends as read";
     const out = { name: fn.name, file: fn.file ?? undefined, line: where?.line, column: where?.column, kind };
