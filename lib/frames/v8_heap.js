@@ -232,6 +232,7 @@ function heapLayout(values, version) {
     scopeFirstVars: get('v8dbg_scopeinfo_idx_first_vars') ?? 3,
     scopeContextLocals: get('v8dbg_scopeinfo_idx_ncontextlocals') ?? 2,
     uncompiledStart: c('UncompiledData', 'start_position') ?? 16,
+    uncompiledInferredName: c('UncompiledData', 'inferred_name') ?? 8,
     debugInfoShared: 8, // DebugInfo::shared (the SFI): script_or_debug_info's DebugInfo case (V8 < 12)
     arrayLength: c('FixedArrayBase', 'length') ?? 8,
     arrayData: c('FixedArray', 'data') ?? 16,
@@ -381,7 +382,14 @@ class Heap {
     }
     if (scriptType !== L.types.script) script = null;
     const { data, dataType } = this.functionData(sfi);
-    if (L.uncompiled.includes(dataType) && start === null) start = this.mem.i32(data - 1 + L.uncompiledStart);
+    if (L.uncompiled.includes(dataType)) {
+      if (start === null) start = this.mem.i32(data - 1 + L.uncompiledStart);
+      // (not compiled: its inferred name is UncompiledData's)
+      if (!name) {
+        const inferred = this.field(data, L.uncompiledInferredName);
+        if (this.isString(this.type(inferred))) name = this.string(inferred) ?? '';
+      }
+    }
     return { name, script, start, bytecode: dataType === L.types.bytecode ? data : null };
   }
 
@@ -406,10 +414,22 @@ class Heap {
     return dataType === this.L.types.bytecode ? data : null;
   }
 
-  /** A ScopeInfo's function name ('' where none) and start position (or null). */
+  /**
+   * A ScopeInfo's function name and start position (or null): the name in
+   * its function-variable slot (a String, or Zero: none), else its inferred
+   * name (V8's DebugName: `obj.method = function () {}` is "obj.method"),
+   * else ''. Its slots are found from its flags (V8 11-14: the saved class
+   * variable bit 10, the function variable 12-13, the inferred name 14),
+   * never by scanning: past its last slot is another object (a context
+   * local of the next ScopeInfo read as the name: ".catch").
+   */
   scopeInfo(si) {
     const L = this.L;
     const slot = (i) => this.mem.u64(si - 1 + 8 + i * 8); // slots after the map
+    const raw = slot(0);
+    if (raw === null) return { name: '', start: null };
+    // flags: a SMI (V8 < 12.8), or a uint32 and its padding (V8 >= 12.8, where the positions are at slots 3, 4)
+    const flags = L.scopeInfoPositions ? Number(raw & 0xffffffffn) : this.smi(raw);
     let start = null;
     if (L.scopeInfoPositions) {
       const s = this.smi(slot(3));
@@ -417,33 +437,33 @@ class Heap {
       if (s !== null && e !== null && s >= 0 && s <= e) start = s;
     }
     const locals = this.smi(slot(L.scopeContextLocals));
-    if (locals === null || locals < 0 || locals > 1 << 16) return { name: '', start };
-    // context local names (inlined below 75 of them, else one hash table), their infos
+    if (flags === null || locals === null || locals < 0 || locals > 1 << 16) return { name: '', start };
+    // after the context local names (inlined below 75 of them, else one hash table) and their infos
     let at = L.scopeFirstVars + (locals < 75 ? 2 * locals : 1 + locals);
+    if (flags & (1 << 10)) at++; // saved class variable
+    const str = (i) => {
+      const v = this.smiOrPointer(slot(i));
+      return this.isObject(v) && this.isString(this.type(v)) ? (this.string(v) ?? '') : '';
+    };
     let name = '';
-    let prev = null;
-    for (let n = 0; n < 16; n++, at++) {
-      const raw = slot(at);
-      if (raw === null) break;
-      const v = raw < 2n ** 53n ? Number(raw) : 0;
-      if (!name && this.isObject(v)) {
-        const s = this.isString(this.type(v)) ? this.string(v) : null;
-        if (s !== null) {
-          name = s;
-          if (L.scopeInfoPositions) break;
-        }
-      }
-      if (!L.scopeInfoPositions) {
-        // (before 12.8.44) the position info: the first two SMIs start < end after the name
-        const cur = this.smi(raw);
-        if (name && prev !== null && cur !== null && prev < cur) {
-          start = prev;
-          break;
-        }
-        prev = cur;
-      }
+    if ((flags >> 12) & 3) {
+      name = str(at); // (Zero: no name)
+      at += 2;
+    }
+    if (!name && flags & (1 << 14)) name = str(at);
+    if (flags & (1 << 14)) at++;
+    if (!L.scopeInfoPositions) {
+      // (before 12.8.44) the position info next, for function, script, eval and module scopes
+      const s = this.smi(slot(at));
+      const e = this.smi(slot(at + 1));
+      if (s !== null && e !== null && s >= 0 && s <= e) start = s;
     }
     return { name, start };
+  }
+
+  /** A raw slot `raw` (bigint or null) as a number where it can be a pointer, else 0. */
+  smiOrPointer(raw) {
+    return raw !== null && raw < 2n ** 53n ? Number(raw) : 0;
   }
 
   /** Script `script`: `{ name, lineEnds }` (lineEnds: positions of the line ends, or null). */
