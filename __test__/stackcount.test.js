@@ -177,6 +177,38 @@ describe('examples/stackcount.js', { skip, timeout: 5 * TIMEOUT_MS }, () => {
     assert.equal(paths.length, 2 ** L, 'every path its own stack');
   });
 
+  test("-p PID of a node running compiled TypeScript: its JS frames at the .ts file and line of the source map, at the .js with --no-source-maps", async () => {
+    const ts = require('typescript');
+    const source = fs.readFileSync(path.join(__dirname, 'fixtures', 'sourcemap', 'spin.ts'), 'utf8');
+    const compiled = ts.transpileModule(source, { fileName: 'spin.ts', compilerOptions: { sourceMap: true, module: ts.ModuleKind.CommonJS, target: ts.ScriptTarget.ES2022 } });
+    const dir = fs.mkdtempSync(path.join(tmp, 'ts-'));
+    fs.writeFileSync(path.join(dir, 'spin.js'), compiled.outputText.replace(/\/\/# sourceMappingURL=.*\s*$/, '//# sourceMappingURL=spin.js.map\n'));
+    fs.writeFileSync(path.join(dir, 'spin.js.map'), compiled.sourceMapText);
+    const lineOf = (text) => text.split('\n').findIndex((l) => l.includes('SPIN_LINE')) + 1;
+    const spin = { ts: lineOf(source), js: lineOf(compiled.outputText) };
+    const node = spawn(process.execPath, ['-e', `require(${JSON.stringify(path.join(dir, 'spin.js'))}).spinFor(60000); console.log('ready')`], { stdio: ['pipe', 'pipe', 'inherit'] });
+    try {
+      await new Promise((resolve) => node.stdout.once('data', resolve));
+      for (const [args, file, line] of [[[], path.join(dir, 'spin.ts'), spin.ts], [['--no-source-maps'], path.join(dir, 'spin.js'), spin.js]]) {
+        const { code, stdout, stderr } = await run(['--pid', String(node.pid), '--profile', '--duration', '2', '--folded', '-U', ...args]).done;
+        assert.equal(code, 0, stderr);
+        let frames = 0;
+        let there = 0;
+        for (const row of stdout.trim().split('\n')) {
+          const m = /^(.*) (\d+)$/.exec(row);
+          const leaf = m?.[1].split(';').find((f) => f.startsWith('spinLeaf '));
+          if (!leaf) continue;
+          frames += Number(m?.[2]);
+          if (leaf.startsWith(`spinLeaf ${file}:${line}:`)) there += Number(m?.[2]);
+        }
+        assert.ok(frames >= 50, `${args.join(' ')}: ${frames} spinLeaf frames:\n${stdout.slice(0, 2000)}`);
+        assert.ok(there >= 0.9 * frames, `${args.join(' ')}: spinLeaf at ${file}:${line} in ${there} of ${frames} frames:\n${stdout.slice(0, 2000)}`);
+      }
+    } finally {
+      node.kill();
+    }
+  });
+
   test('bad options are usage errors', async () => {
     for (const args of [['--folded', '--top', '3'], ['-K', '-U'], ['x:y']]) {
       const { code, stderr } = await run(['--pid', String(process.pid), ...args]).done;

@@ -50,6 +50,7 @@ async function main() {
       svg: { type: 'string', arg: 'FILE', help: 'write a flame graph of the stacks to FILE' },
       'kernel-only': { type: 'boolean', short: 'K', help: 'kernel stacks only' },
       'user-only': { type: 'boolean', short: 'U', help: 'user-space stacks only', conflicts: 'kernel-only' },
+      'no-source-maps': { type: 'boolean', help: "JS frames where the script runs, not at their source map's place (TypeScript, a bundle)" },
     },
     positionals: { name: '[PROBE...]', help: 'more events, as funccount takes them: t:CAT:EVENT, u:LIBRARY:FUNC, c:FUNC' },
   });
@@ -80,7 +81,7 @@ async function main() {
       attached = probes.attach(obj, list, { tracepoint: 'handle_tracepoint', uprobe: 'handle_uprobe', pid: target.pid });
       for (const { probe, error } of attached.failed) console.error(`stackcount: not counting ${escapeText(probe.label)}: ${escapeText(error.message)}`);
     }
-    const symbolizer = new stacks.StackSymbolizer(bpf);
+    const symbolizer = new stacks.StackSymbolizer(bpf, { sourceMaps: !opts.noSourceMaps });
     // the node processes whose JS frames the kernel walks (bpf/v8.bpf.h): the target, else those running now
     const v8Error = target.pid !== undefined ? symbolizer.v8.watch(obj, target.pid, target.kernelPid) : watchNodes(obj, symbolizer);
     // every CPU, filtered in the kernel: a perf event for a pid samples only its main thread

@@ -20,6 +20,7 @@ const { escapeText } = require('../core/format');
 const { perfMapPath } = require('../host/procfs');
 const jitdump = require('./jitdump');
 const { V8Frames } = require('./v8');
+const { SourceMaps } = require('./sourcemap');
 
 const EFAULT = 14; // bpf/stacks.bpf.h: no stack of that kind (a kernel thread's user stack, a user-mode sample's kernel stack)
 
@@ -36,8 +37,11 @@ const EFAULT = 14; // bpf/stacks.bpf.h: no stack of that kind (a kernel thread's
  * frames are unnamed, and `takeNotes()` says why, each reason once.
  */
 class StackSymbolizer {
-  /** @param {Pick<typeof import('../core/native'), 'Symbolizer'>} [bpf] what makes the Symbolizer: the addon (default) or the package entry */
-  constructor(bpf = native) {
+  /**
+   * @param {Pick<typeof import('../core/native'), 'Symbolizer'>} [bpf] what makes the Symbolizer: the addon (default) or the package entry
+   * @param {{ sourceMaps?: boolean }} [options] sourceMaps: JS frames V8's data names are put at their source-mapped place (default true)
+   */
+  constructor(bpf = native, { sourceMaps = true } = {}) {
     this.symbolizer = new bpf.Symbolizer();
     this.cache = new Map(); // 'k' or pid -> Map(address -> [name, innermost first])
     this.jit = new Map(); // pid -> { dump: JitDump | null, maglevInlining, error }
@@ -46,6 +50,35 @@ class StackSymbolizer {
     this.unreadable = new Map(); // pid -> why its user-space frames are not named (null: they are), looked at once
     // JS frames walked in the kernel and named from V8's own data (lib/frames/v8.js): they win over the perf map
     this.v8 = new V8Frames(bpf);
+    // each process's scripts' source maps (lib/frames/sourcemap.js), or null: not mapped
+    this.sourceMaps = sourceMaps ? new Map() : null; // pid -> SourceMaps
+  }
+
+  /**
+   * The JS frames of one stack (`lists`: per walked frame, its functions
+   * innermost first, or none), each at its source-mapped place (its label
+   * too; the caller of each is the next one out), where source maps are on.
+   */
+  mapSources(pid, lists) {
+    if (!this.sourceMaps) return lists;
+    let maps = this.sourceMaps.get(pid);
+    if (!maps) {
+      if (this.sourceMaps.size >= 64) this.sourceMaps.delete(this.sourceMaps.keys().next().value);
+      maps = new SourceMaps({ pid });
+      this.sourceMaps.set(pid, maps);
+    }
+    const flat = lists.flatMap((l) => l ?? []);
+    let mapped;
+    try {
+      // (interpreted, baseline or optimized: a JS frame to the map, which gives back its kind)
+      mapped = flat.map((f, i) => (f.kind === 'unnamed' || f.kind === 'builtin' ? f : { ...maps.map({ ...f, kind: 'js' }, flat[i + 1]), kind: f.kind }));
+    } catch (err) {
+      // (a map is the traced process's: what it does never stops the naming)
+      this.#note(pid, `source maps not read: ${/** @type {Error} */ (err).message}`);
+      return lists;
+    }
+    let at = 0;
+    return lists.map((l) => l && mapped.slice(at, (at += l.length)));
   }
 
   /** The names of kernel addresses (innermost first, as given). */
@@ -325,7 +358,7 @@ function userNames(entries, symbolizer) {
     const named = symbolizer.v8.namesOf(pid, list.flatMap(([, aligned]) => aligned));
     let at = 0;
     for (const [e, aligned] of list) {
-      const js = named.slice(at, at + aligned.length);
+      const js = symbolizer.mapSources ? symbolizer.mapSources(pid, named.slice(at, at + aligned.length)) : named.slice(at, at + aligned.length);
       at += aligned.length;
       const native = symbolizer.userFrames ? symbolizer.userFrames(e.pid, e.user) : symbolizer.user(e.pid, e.user).map((n) => [n]);
       // a frame V8's data could not name loses to the perf map's name, and wins over none
