@@ -95,11 +95,25 @@ async function main() {
     const clock = new ReportClock();
     // user frames are named from the process's mappings: name them every second while it
     // runs (the names are kept), in case it is gone at the end
-    const warm = setInterval(() => named(obj, symbolizer), 1000);
+    // the layout is checked on the first JS frames walked, before they are named: a node whose
+    // layout does not match gets unnamed frames and a reason, never wrong names
+    let checked = target.pid === undefined || v8Error !== null;
+    const check = () => {
+      if (checked) return;
+      const err = symbolizer.v8.selfCheck(obj, target.pid, { kernelPid: target.kernelPid });
+      if (err === undefined) return; // (no JS frame walked yet)
+      checked = true;
+      if (err) console.error(`stackcount: JavaScript frames not named from V8's data: ${escapeText(err.message)}`);
+    };
+    const warm = setInterval(() => {
+      check();
+      named(obj, symbolizer);
+    }, 1000);
     await untilStopped(opts, target);
     clearInterval(warm);
     obj.detachAll();
     const span = clock.end(); // (what was counted: naming the stacks after it is not)
+    check();
     const counted = named(obj, symbolizer);
     if (opts.perContainer) {
       const cgroups = new CgroupNames();

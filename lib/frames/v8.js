@@ -362,10 +362,18 @@ function checkLines() {
   return selfCheckLines;
 }
 
-/** A name V8 gives a function of a script (an identifier; `get x`, `set x`, `async x`: a method's). */
-const FUNCTION_NAME = /^((get|set|async) )?[A-Za-z_$][\w$]*(\.[A-Za-z_$][\w$]*)*$/;
-/** A script name of a node process: a node: module, an absolute path, a file: URL. */
-const SCRIPT_NAME = /^(node:[\w/.-]+|\/\S*|file:\/\/\S+)$/;
+/**
+ * A name V8 gives a function of a script: identifiers (Unicode ones, #private
+ * ones, `[Symbol.iterator]`) joined by dots; `get x`, `set x`, `async x`,
+ * `static x`: a method's.
+ */
+const FUNCTION_NAME = /^((get|set|async|static) )*(#?[\p{ID_Start}_$][\p{ID_Continue}$\u200c\u200d]*|\[[^\]\p{Cc}]{1,200}\])(\.(#?[\p{ID_Start}_$][\p{ID_Continue}$\u200c\u200d]*|\[[^\]\p{Cc}]{1,200}\]|<computed>))*$/u;
+/**
+ * A script name of a node process: a node: module, an absolute path (spaces
+ * too), a URL (file:, a loader's), `node -e`'s and vm's names, a relative
+ * file name a vm.Script was given.
+ */
+const SCRIPT_NAME = /^(node:[\w/.-]+|\/[^\p{Cc}]*|[a-z][\w+.-]*:\S+|\[eval\](-wrapper)?|evalmachine\.<anonymous>|[^\p{Cc}/]+\.[cm]?[jt]sx?)$/u;
 /** The most distinct functions the host's check reads. */
 const CHECKED_FUNCTIONS = 64;
 
