@@ -35,11 +35,11 @@ setTimeout(() => console.log('ready'), 500);`;
  * writes) once it names the compiled regular expression: `{ text, start,
  * size }` (the map's text, where the expression's code is).
  */
-async function regexpMap(pid) {
+async function regexpMap(pid, name = /RegExp:\(a\|b\)\*c/) {
   const file = `/tmp/perf-${pid}.map`;
   for (let i = 0; i < 100; i++) {
     const text = fs.existsSync(file) ? fs.readFileSync(file, 'latin1') : '';
-    const line = text.split('\n').find((l) => / RegExp:\(a\|b\)\*c/.test(l));
+    const line = text.split('\n').find((l) => name.test(l));
     if (line) {
       const [start, size] = line.split(' ');
       return { text, start, size };
@@ -125,20 +125,26 @@ describe('hostile data: stackcount -p PID --profile -d 2 holds', { skip }, () =>
     assert.ok(run.stdout.includes(mark), `the regular expression's frame named by the appended line, cut: ${run.stdout.slice(0, 3000)}`);
   });
 
-  test('a perf map of 2 M lines: read (its last lines), within the RSS bound', async (t) => {
-    const target = await hostileNode(t, { script: REGEXP_LOOP, args: ['--perf-basic-prof'] });
+  test('a perf map of 2 M lines: its last 1 Mi lines read, within the RSS bound', async (t) => {
+    // two regular expressions: the first named by the map's first line, the second by its last
+    const script = REGEXP_LOOP.replace('setInterval(', "const re2 = /(c|d)*e[0-9]+y/;\nconst s2 = 'cd'.repeat(5000) + 'e12';\nsetInterval(() => { for (let i = 0; i < 50; i++) re2.test(s2); }, 1);\nsetInterval(");
+    const target = await hostileNode(t, { script, args: ['--perf-basic-prof'] });
+    const second = await regexpMap(target.pid, /RegExp:\(c\|d\)\*e/);
+    // (read after the second's line: the map's text has both)
     const { text, start, size } = await regexpMap(target.pid);
-    // 2 M functions where no code is (0x7e00...), then the regular expression's line again, last
+    // the first expression's line, then 2 M functions where no code is (0x7e00...; 48 MB: all of it is read), then the
+    // second's line, last
     const per = 100_000;
     const chunks = Array.from({ length: 20 }, (_, chunk) => {
       let lines = '';
-      for (let i = chunk * per; i < (chunk + 1) * per; i++) lines += `${(0x7e0000000000 + i * 0x40).toString(16)} 40 JS:*hostileFunction${i} /hostile/app.js:${i}:1\n`;
+      for (let i = chunk * per; i < (chunk + 1) * per; i++) lines += `${(0x7e0000000000 + i * 0x40).toString(16)} 40 f${i}\n`;
       return lines;
     });
-    replacePerfMap(t, target.pid, [text, ...chunks, `${start} ${size} RegExp:hostile-tail-of-2M-lines\n`]);
+    replacePerfMap(t, target.pid, [text, `${start} ${size} RegExp:hostile-head-of-2M-lines\n`, ...chunks, `${second.start} ${second.size} RegExp:hostile-tail-of-2M-lines\n`]);
     const run = await runTracer(target.pid);
     assertTracerHeld(run);
-    assert.match(run.stdout, /^ {4}hostile-tail-of-2M-lines$/m, `the map's last line names the regular expression's frames: ${run.stdout.slice(0, 3000)}`);
+    assert.match(run.stdout, /^ {4}hostile-tail-of-2M-lines$/m, `the map's last line names the second expression's frames: ${run.stdout.slice(0, 3000)}`);
+    assert.doesNotMatch(run.stdout, /hostile-head-of-2M-lines/, 'the map\'s first line is past its last 1 Mi lines: not parsed');
   });
 
   test('a jitdump with a 16 MiB debug record and 100 moves: the positions shared, not copied', async (t) => {
