@@ -369,6 +369,30 @@ describe('push', { skip }, () => {
   });
 });
 
+describe('worker threads', { skip: asRoot }, () => {
+  test('a worker thread\'s samples: threadKind worker, thread "worker NAME" where node names its thread after it (24 on), else "worker"', async () => {
+    const { Worker } = require('node:worker_threads');
+    const fixture = path.join(__dirname, 'fixtures', 'worker_spin.js');
+    const workers = [new Worker(fixture, { name: 'ts-worker', workerData: 'named' }), new Worker(fixture, { workerData: 'unnamed' })];
+    const p = bpf.profile({ frequency: 997, offCpu: false });
+    try {
+      await Promise.all(workers.map((w) => new Promise((resolve) => w.once('message', resolve))));
+      const { cpu } = await p.collect({ seconds: 1 });
+      const named = Number(process.versions.node.split('.')[0]) >= 24 ? 'worker ts-worker' : 'worker';
+      const fns = (s) => s.frames.flatMap((f) => [f, ...(f.inlined ?? [])]).map((f) => f.name);
+      for (const [fn, thread] of [['spinNamed', named], ['spinUnnamed', 'worker']]) {
+        const mine = cpu.filter((s) => fns(s).includes(fn));
+        const samples = mine.reduce((k, s) => k + s.count, 0);
+        assert.ok(samples >= 50, `${samples} samples in ${fn}`);
+        assert.deepEqual([...new Set(mine.map((s) => `${s.threadKind}/${s.thread}`))], [`worker/${thread}`], fn);
+      }
+    } finally {
+      p.close();
+      await Promise.all(workers.map((w) => w.terminate()));
+    }
+  });
+});
+
 describe('window after window', { skip: asRoot }, () => {
   test('the walked stacks are kept from one window to the next: the same work in three windows is named at its line in each (flagless: no perf map)', async () => {
     const file = path.join(tmp, 'windows.js');

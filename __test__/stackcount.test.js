@@ -209,6 +209,31 @@ describe('examples/stackcount.js', { skip, timeout: 5 * TIMEOUT_MS }, () => {
     }
   });
 
+  for (const major of ['20', '24']) {
+    const { node: nodeOf, skip: noNode } = require('../scripts/nodes').testNode(major);
+    // node 24 on makes a worker's `name` its thread's comm; 20 and 22 name every thread node
+    const named = major === '20' ? 'worker' : 'worker ts-worker';
+    test(`Node ${major}: -p PID of a node with worker threads: their stacks under "${named}" (named) and "worker" (unnamed)`, { skip: noNode }, async () => {
+      const node = spawn(/** @type {string} */ (nodeOf), [path.join(__dirname, 'fixtures', 'worker_spin.js')], { stdio: ['pipe', 'pipe', 'inherit'] });
+      try {
+        await new Promise((resolve) => node.stdout.on('data', (d) => String(d).includes('ready') && resolve(null)));
+        const { code, stdout, stderr } = await run(['--pid', String(node.pid), '--profile', '--duration', '2', '--folded', '-U']).done;
+        assert.equal(code, 0, stderr);
+        const threads = { spinNamed: new Map(), spinUnnamed: new Map() };
+        for (const row of stdout.trim().split('\n')) {
+          const m = /^([^;]*);(.*) (\d+)$/.exec(row);
+          for (const fn of Object.keys(threads)) if (m?.[2].includes(`;${fn} `)) threads[fn].set(m[1], (threads[fn].get(m[1]) ?? 0) + Number(m[3]));
+        }
+        assert.deepEqual([...threads.spinNamed.keys()], [named], stdout.slice(0, 2000));
+        assert.deepEqual([...threads.spinUnnamed.keys()], ['worker'], stdout.slice(0, 2000));
+        assert.ok(threads.spinNamed.get(named) >= 20 && threads.spinUnnamed.get('worker') >= 20, JSON.stringify([...threads.spinNamed, ...threads.spinUnnamed]));
+      } finally {
+        node.stdin.end();
+        node.kill();
+      }
+    });
+  }
+
   test('bad options are usage errors', async () => {
     for (const args of [['--folded', '--top', '3'], ['-K', '-U'], ['x:y']]) {
       const { code, stderr } = await run(['--pid', String(process.pid), ...args]).done;

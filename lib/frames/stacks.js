@@ -376,10 +376,29 @@ function userNames(entries, symbolizer) {
   return out;
 }
 
+/** The C++ function a node worker thread runs its event loop under (Node 20-26). */
+const WORKER_RUN = /^node::worker::Worker::Run\b/;
+
+/**
+ * A thread's label from its comm and its user frames' names: a node worker
+ * thread (its stack runs under node::worker::Worker::Run) is `worker NAME`,
+ * NAME the `name` given to `new Worker`, which node 24 on makes the thread's
+ * comm (at most 15 bytes); `worker` where node gives the thread none of its
+ * own (Node 20 and 22 name every thread `node`; 24 on, an unnamed worker
+ * `WorkerThread`). Any other thread: its comm.
+ * @param {string} comm
+ * @param {string[]} names
+ */
+function threadLabel(comm, names) {
+  if (!names.some((n) => WORKER_RUN.test(n))) return comm;
+  return comm === 'node' || comm === 'WorkerThread' ? 'worker' : `worker ${comm}`;
+}
+
 /**
  * Names the frames of `readStacks` entries (innermost first) and merges the
  * stacks that name the same frames: `[{ pid, comm, count, kernel: [name],
- * user: [name], cgroup? }]`, most counted first. A lost stack has one frame,
+ * user: [name], cgroup? }]`, most counted first; `comm` a worker thread's
+ * label (threadLabel). A lost stack has one frame,
  * `[lost stack]`.
  */
 function symbolize(entries, symbolizer) {
@@ -394,7 +413,7 @@ function symbolize(entries, symbolizer) {
   for (const e of entries) {
     const stack = {
       pid: e.pid,
-      comm: e.comm,
+      comm: threadLabel(e.comm, users.get(e)),
       kernel: symbolizer.kernel(e.kernel),
       user: users.get(e),
       ...(e.cgroup && { cgroup: e.cgroup }),
@@ -454,4 +473,4 @@ function hasPerfMap(pid) {
   }
 }
 
-module.exports = { StackSymbolizer, frameName, readStacks, stackReader, lostStack, symbolize, foldStacks, formatStack, hasPerfMap };
+module.exports = { StackSymbolizer, threadLabel, frameName, readStacks, stackReader, lostStack, symbolize, foldStacks, formatStack, hasPerfMap };

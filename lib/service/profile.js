@@ -102,10 +102,14 @@ function jsFrame(name) {
   return js ? { name: js[1], kind: 'js', file: js[2], line: Number(js[3]), label: name } : { name, kind: 'jit', label: name };
 }
 
-/** What a thread is, by its name (/proc/self/task/TID/comm; Node 20 names them all `node`). */
-function threadKind(tid, comm, { tgid, library }) {
+/**
+ * What a thread is, by its name (/proc/self/task/TID/comm; Node 20 and 22 name them all `node`)
+ * and `thread` (its label, stacks.threadLabel: `worker…` for a node worker thread).
+ */
+function threadKind(tid, comm, { tgid, library, thread = comm }) {
   if (tid === tgid) return 'main';
   if (library.has(tid)) return 'node-libbpf';
+  if (thread.startsWith('worker') && thread !== comm) return 'worker';
   if (comm === 'libuv-worker') return 'libuv pool';
   if (/V8Worker$/.test(comm)) return 'V8 worker';
   if (comm === 'DelayedTaskSche') return 'V8 delayed tasks';
@@ -581,10 +585,12 @@ class Profiler {
       const kernel = r.kind === 'offCpu' ? r.kernel.slice(Math.max(0, r.kernel.findIndex((a) => !TRACING_FRAME.test(kernelNames.get(a) ?? '')))) : this.#clock === 'tick' ? tick.interrupted(r.kernel, kernelNames) : r.kernel;
       const kernelFrames = lost(r.k.kernel_stack) ? [LOST] : kernel.map(kernelFrame);
       const tid = this.#localTid(r.k.tid);
+      // (a node worker thread: `worker NAME`, by the function its stack runs under)
+      const thread = stacks.threadLabel(r.k.comm, userFrames.map((f) => f.name));
       out[r.kind].push({
         tid,
-        thread: r.k.comm,
-        threadKind: threadKind(r.k.tid, r.k.comm, { tgid: this.#ids.tgid, library }),
+        thread,
+        threadKind: threadKind(r.k.tid, r.k.comm, { tgid: this.#ids.tgid, library, thread }),
         count: r.count,
         ...(r.kind === 'offCpu' && { ns: r.ns, state: r.k.preempted ? 'preempted' : 'blocked' }),
         frames: [...kernelFrames, ...userFrames],
