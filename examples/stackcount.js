@@ -25,7 +25,6 @@ const { maxSampleRate } = require('../lib/core/validate');
 const { traceTarget, untilStopped } = require('../lib/host/target');
 const probes = require('../lib/tools/probes');
 const stacks = require('../lib/frames/stacks');
-const jitdump = require('../lib/frames/jitdump');
 const { ReportClock, printReport } = require('../lib/tools/report');
 const { escapeText } = require('../lib/core/format');
 const { run } = require('../lib/tools/run');
@@ -122,11 +121,8 @@ async function main() {
         Object.assign(s, names, { container: containerLabel(names) });
       }
     }
-    const jitError = target.pid !== undefined && symbolizer.jit.get(target.pid)?.error;
-    if (jitError) console.error(`stackcount: ${escapeText(jitError.message)}: inlined JavaScript functions are not named`);
-    const jitDump = target.pid !== undefined && symbolizer.jit.get(target.pid)?.dump;
-    if (jitDump?.truncated) console.error(`stackcount: ${escapeText(jitDump.file)}: only its first ${jitdump.MAX_BYTES >> 20} MiB read: code compiled later is named from the perf map alone`);
-    if (jitDump?.malformed) console.error(`stackcount: ${escapeText(jitDump.file)}: read up to a malformed record (${jitDump.malformed})`);
+    // what the naming could not read of a target, or left out (each reason once)
+    for (const note of symbolizer.takeNotes()) console.error(`stackcount: ${escapeText(note)}`);
     const v8Dropped = Number(obj.getGlobalVariable('v8_dropped'));
     if (v8Dropped) console.error(`stackcount: the JS frames of ${v8Dropped} walked stacks were not kept (their table was full): those are named from the perf map, if any; a shorter --duration keeps them all`);
     const folded = stacks.foldStacks(counted);

@@ -29,13 +29,23 @@ const { kernelPid } = require('./pidns');
  * (`bpf_get_current_pid_tgid() >> 32`, the host's): what a program's
  * `target_pid` compares. Uprobe and perf event `pid` options take `pid`.
  */
+/**
+ * Whether process `pid` exists: signal 0 (EPERM: it exists, another user's,
+ * and this tracer may not signal it: it has CAP_BPF and CAP_PERFMON, not
+ * CAP_KILL).
+ */
+function alive(pid) {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return /** @type {NodeJS.ErrnoException} */ (err).code === 'EPERM';
+  }
+}
+
 async function traceTarget(opts, workloadScript, nodeArgs = []) {
   if (opts.pid !== undefined) {
-    try {
-      process.kill(opts.pid, 0);
-    } catch (err) {
-      throw new Error(`--pid ${opts.pid}: ${err.code === 'ESRCH' ? 'no such process' : err.message}`);
-    }
+    if (!alive(opts.pid)) throw new Error(`--pid ${opts.pid}: no such process`);
     return { pid: opts.pid, kernelPid: kernelPid(opts.pid), info: undefined, child: undefined, stop() {} };
   }
   if (!opts.demo) return { pid: undefined, kernelPid: undefined, what: opts.systemWide ?? 'every process', info: undefined, child: undefined, stop() {} };
@@ -109,11 +119,7 @@ function untilStopped(opts, target, onInterval, banner) {
     } else if (target.pid !== undefined) {
       // a process that is not our child: look every half second
       timers.push(setInterval(() => {
-        try {
-          process.kill(target.pid, 0);
-        } catch {
-          onExit();
-        }
+        if (!alive(target.pid)) onExit();
       }, 500));
     }
     // said once the handlers are in place: a signal sent on seeing it stops the tracing
