@@ -644,11 +644,15 @@ export interface PerfEventOptions {
   frequency?: number
   /** One sample every `period` events (1 to 2^53 - 1), instead of `frequency`. */
   period?: number
-  /** Only this process, 1 to 4194304 (default: all). */
+  /**
+   * Only this thread, 1 to 4194304 (default: all): a process's pid is its
+   * main thread, and its other threads are not sampled (one event each,
+   * by tid, samples them; or sample every CPU and filter in the program).
+   */
   pid?: number
   /**
    * Only this CPU, 0 to the possible CPUs - 1 (default: one event per
-   * online CPU, or for `pid` one event that follows the process).
+   * online CPU, or for `pid` one event that follows that thread).
    */
   cpu?: number
 }
