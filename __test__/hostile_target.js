@@ -155,6 +155,7 @@ function assertTracerHeld(run, { opened = [] } = {}) {
     const m = RAW_CONTROL.exec(text);
     assert.equal(m, null, m ? `a raw control character U+${m[0].codePointAt(0).toString(16).padStart(4, '0')} on ${name} at ${m.index}: ${JSON.stringify(text.slice(Math.max(0, m.index - 80), m.index + 80))}` : '');
   }
+  console.log(`# the tracer held: ${run.ms} ms, peak RSS ${Math.round((run.maxRssKb ?? 0) / 1024)} MiB`);
 }
 
 module.exports = { hostileNode, watchOpens, runTracer, assertTracerHeld, tempDir, HOT_LOOP, TRACER_LIMIT_MS, MAX_RSS_KB, RAW_CONTROL };
