@@ -12,10 +12,10 @@ const test = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const path = require('node:path');
-const { spawn, execFileSync } = require('node:child_process');
+const { execFileSync } = require('node:child_process');
 const native = require('../lib/core/native');
 const { v8dbgSymbols } = require('../lib/frames/v8');
-const { hostileNode, watchOpens, runTracer, assertTracerHeld, tempDir, HOT_LOOP } = require('./hostile_target');
+const { hostileNode, watchOpens, runTracer, assertTracerHeld, tempDir } = require('./hostile_target');
 
 const root = process.getuid?.() === 0;
 const skip = root ? false : 'the tracer needs root (BPF programs, another process\'s /proc files): run the tests as root';
@@ -59,28 +59,6 @@ function patchedNode(dir, patch) {
   const node = path.join(dir, 'node');
   fs.writeFileSync(node, bytes, { mode: 0o755 });
   return node;
-}
-
-/**
- * A node process running the harness's hot loop from binary `node` as it
- * is (hostileNode copies this node over its `exe`), stopped after test `t`.
- */
-async function nodeFrom(t, node) {
-  const child = spawn(node, ['-e', HOT_LOOP], { stdio: ['pipe', 'pipe', 'inherit'] });
-  const exited = new Promise((resolve) => child.on('exit', resolve));
-  t.after(() => {
-    child.kill('SIGKILL');
-    return exited;
-  });
-  await new Promise((resolve, reject) => {
-    let out = '';
-    child.stdout.on('data', (d) => {
-      out += d;
-      if (out.includes('ready')) resolve(undefined);
-    });
-    child.on('exit', (code, signal) => reject(new Error(`${node} exited (${code ?? signal}) before it was ready`)));
-  });
-  return { pid: /** @type {number} */ (child.pid) };
 }
 
 /** The opens `watch` (watchOpens') saw, once it has stopped. */
@@ -169,7 +147,7 @@ test('a symbol string table with no NUL: held; the v8dbg_* values come from .dyn
   assert.deepEqual(read.version, mine.version);
   assert.equal(read.interpreter.length, 0);
   assert.ok(mine.interpreter.length > 100, `${mine.interpreter.length} interpreter symbols in node's own .symtab`);
-  const target = await nodeFrom(t, node);
+  const target = await hostileNode(t, { node });
   const run = await runTracer(target.pid);
   assertTracerHeld(run);
   // the hot loop is optimized code: named from its JSFunction, whichever the interpreter's ranges
@@ -198,12 +176,12 @@ test('forged v8dbg_* values: v8dbg_HeapObjectTag -1 and a huge Script::name offs
   // the walk's layout: no walk, and stackcount says why
   const tag = patchedNode(tempDir(t), (bytes) => bytes.writeInt32LE(-1, tagAt));
   assert.equal(v8dbgSymbols(tag).values.get('v8dbg_HeapObjectTag'), -1);
-  const run = await runTracer((await nodeFrom(t, tag)).pid);
+  const run = await runTracer((await hostileNode(t, { node: tag })).pid);
   assertTracerHeld(run);
   assert.match(run.stderr, /v8dbg_HeapObjectTag is -1, outside 0\.\.15/);
   // the naming's layout: the walk runs, its JS frames are unnamed with the reason; native frames are named
   const offset = patchedNode(tempDir(t), (bytes) => bytes.writeInt32LE(0x40000000, nameAt));
-  const run2 = await runTracer((await nodeFrom(t, offset)).pid);
+  const run2 = await runTracer((await hostileNode(t, { node: offset })).pid);
   assertTracerHeld(run2);
   assert.match(run2.stdout, /\[JS sfi=0x[0-9a-f]+: ERR_V8_LAYOUT\]/);
   assert.match(run2.stdout, /uv_run|node::/, 'native frames named');

@@ -39,11 +39,11 @@ function tempDir(t, prefix = 'hostile-target-') {
  * A node process running `script` (its source: a hot loop by default) as
  * the target, stopped after test `t`. `exe`: a path to run node from (node's
  * binary is copied there first), so that the test can swap the file under
- * it; `args`: node's own arguments (before the script); `uid`: run as that
- * user. Resolves once the script printed `ready`: `{ pid, child, exe }`.
+ * it; `node`: a node binary to run as it is (a forged copy); `args`: node's
+ * own arguments (before the script); `uid`: run as that user. Resolves once
+ * the script printed `ready`: `{ pid, child, exe }`.
  */
-async function hostileNode(t, { script = HOT_LOOP, exe = undefined, args = [], uid = undefined, cwd = undefined, env = undefined } = {}) {
-  let node = process.execPath;
+async function hostileNode(t, { script = HOT_LOOP, exe = undefined, node = process.execPath, args = [], uid = undefined, cwd = undefined, env = undefined } = {}) {
   if (exe) {
     fs.copyFileSync(process.execPath, exe);
     fs.chmodSync(exe, 0o755);
