@@ -185,11 +185,13 @@ describe('examples/stackcount.js', { skip, timeout: 5 * TIMEOUT_MS }, () => {
     fs.writeFileSync(path.join(dir, 'spin.js'), compiled.outputText.replace(/\/\/# sourceMappingURL=.*\s*$/, '//# sourceMappingURL=spin.js.map\n'));
     fs.writeFileSync(path.join(dir, 'spin.js.map'), compiled.sourceMapText);
     const lineOf = (text) => text.split('\n').findIndex((l) => l.includes('SPIN_LINE')) + 1;
-    const spin = { ts: lineOf(source), js: lineOf(compiled.outputText) };
+    // the loop, one line in the .ts; in the .js its header (its compare and increment: where Node 26's
+    // optimized code has its samples) and its body, the line before
+    const spin = { ts: [lineOf(source)], js: [lineOf(compiled.outputText) - 1, lineOf(compiled.outputText)] };
     const node = spawn(process.execPath, ['-e', `require(${JSON.stringify(path.join(dir, 'spin.js'))}).spinFor(60000); console.log('ready')`], { stdio: ['pipe', 'pipe', 'inherit'] });
     try {
       await new Promise((resolve) => node.stdout.once('data', resolve));
-      for (const [args, file, line] of [[[], path.join(dir, 'spin.ts'), spin.ts], [['--no-source-maps'], path.join(dir, 'spin.js'), spin.js]]) {
+      for (const [args, file, lines] of [[[], path.join(dir, 'spin.ts'), spin.ts], [['--no-source-maps'], path.join(dir, 'spin.js'), spin.js]]) {
         const { code, stdout, stderr } = await run(['--pid', String(node.pid), '--profile', '--duration', '2', '--folded', '-U', ...args]).done;
         assert.equal(code, 0, stderr);
         let frames = 0;
@@ -199,10 +201,10 @@ describe('examples/stackcount.js', { skip, timeout: 5 * TIMEOUT_MS }, () => {
           const leaf = m?.[1].split(';').find((f) => f.startsWith('spinLeaf '));
           if (!leaf) continue;
           frames += Number(m?.[2]);
-          if (leaf.startsWith(`spinLeaf ${file}:${line}:`)) there += Number(m?.[2]);
+          if (lines.some((line) => leaf.startsWith(`spinLeaf ${file}:${line}:`))) there += Number(m?.[2]);
         }
         assert.ok(frames >= 50, `${args.join(' ')}: ${frames} spinLeaf frames:\n${stdout.slice(0, 2000)}`);
-        assert.ok(there >= 0.9 * frames, `${args.join(' ')}: spinLeaf at ${file}:${line} in ${there} of ${frames} frames:\n${stdout.slice(0, 2000)}`);
+        assert.ok(there >= 0.9 * frames, `${args.join(' ')}: spinLeaf at ${file}:${lines.join(' or ')} in ${there} of ${frames} frames:\n${stdout.slice(0, 2000)}`);
       }
     } finally {
       node.kill();
