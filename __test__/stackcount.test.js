@@ -191,7 +191,9 @@ describe('examples/stackcount.js', { skip, timeout: 5 * TIMEOUT_MS }, () => {
     const node = spawn(process.execPath, ['-e', `require(${JSON.stringify(path.join(dir, 'spin.js'))}).spinFor(60000); console.log('ready')`], { stdio: ['pipe', 'pipe', 'inherit'] });
     try {
       await new Promise((resolve) => node.stdout.once('data', resolve));
-      for (const [args, file, lines] of [[[], path.join(dir, 'spin.ts'), spin.ts], [['--no-source-maps'], path.join(dir, 'spin.js'), spin.js]]) {
+      /** @type {[string[], string, number[]][]} */
+      const runs = [[[], path.join(dir, 'spin.ts'), spin.ts], [['--no-source-maps'], path.join(dir, 'spin.js'), spin.js]];
+      for (const [args, file, lines] of runs) {
         const { code, stdout, stderr } = await run(['--pid', String(node.pid), '--profile', '--duration', '2', '--folded', '-U', ...args]).done;
         assert.equal(code, 0, stderr);
         let frames = 0;
