@@ -13,6 +13,7 @@
 // `npm test` replays too.
 //
 //   npm run fuzz -- [--time 600] [--runs N] [--cases 5000] [--only libfuzzer|mutation] [--keep-corpus]
+//   (the symbol parsers apart, not run here: cd fuzz/parsers && cargo +nightly fuzz run --fuzz-dir . v8dbg, or perf_map)
 const fs = require('node:fs');
 const path = require('node:path');
 const crypto = require('node:crypto');
