@@ -119,6 +119,8 @@ impl Section {
     (self.kind != SHT_NOBITS && addr >= self.addr && end <= self.addr.checked_add(self.size)?)
       .then(|| self.offset.checked_add(addr - self.addr))
       .flatten()
+      // (the offset is the file's word: bytes past 2^64 are in no file)
+      .filter(|at| at.checked_add(size).is_some())
   }
 }
 
@@ -412,6 +414,16 @@ mod tests {
     assert!(e.message.contains("past its end"), "{}", e.message);
     f[0x3c..0x3e].copy_from_slice(&60000u16.to_le_bytes());
     assert!(read_bytes("many", &f).err().unwrap().message.contains("60000 section headers"));
+  }
+
+  #[test]
+  fn a_range_past_2_pow_64_is_skipped() {
+    // a section whose offset puts the interpreter's code past 2^64: no range that ends before it starts
+    let mut f = elf(&[0xcc; 8], &[(43, 1, 0x1000, 8)], STRINGS, None);
+    assert_eq!(read_bytes("wrap-ok", &f).unwrap().interpreter, vec![(64, 72)]);
+    let shoff = u64le(&f, 0x28) as usize;
+    f[shoff + 64 + 24..shoff + 64 + 32].copy_from_slice(&(u64::MAX - 4).to_le_bytes());
+    assert!(read_bytes("wrap", &f).unwrap().interpreter.is_empty());
   }
 
   #[test]
