@@ -163,18 +163,6 @@ const KNOWN = {
   '14.6': { positionCodeShift: 2, sfiFunctionData: 8, bytecodePositions: 24, interpreterDataBytecode: 8, codePositions: 16, codeDeopt: 8, scopeInfoPositions: true, deoptSfiWrapped: true, inliningPositionSize: 16 },
 };
 
-/** The first of `names` that `values` has. */
-function first(values, ...names) {
-  for (const n of names) if (values.has(n)) return values.get(n);
-  return undefined;
-}
-
-/** The first value of a v8dbg name starting with `prefix` (the type spelling changes between versions). */
-function byPrefix(values, prefix) {
-  for (const [k, v] of values) if (k.startsWith(prefix)) return v;
-  return undefined;
-}
-
 /**
  * The heap layout of a V8 from its v8dbg_* `values` and `version`
  * ([major, minor, build]): offsets and instance types the naming reads.
