@@ -553,7 +553,12 @@ export interface ProfileStack {
   state?: 'blocked' | 'preempted'
   /** Innermost first: kernel frames, then user frames. */
   frames: ProfileFrame[]
+  /** The request labels the stack ran under (`withLabels`), taken as it was sampled; `{}` when none. */
+  labels: ProfileLabels
 }
+
+/** Request labels: name (an identifier) -> a string of at most 256 characters or a finite number. */
+export type ProfileLabels = Record<string, string | number>
 
 export type ProfileKind = 'cpu' | 'offCpu'
 
@@ -576,10 +581,10 @@ export declare class ProfileWindow {
   offCpu: ProfileStack[]
   /** The window as gzipped pprof (`go tool pprof`, Pyroscope, Parca). */
   pprof(kind?: ProfileKind): Buffer
-  /** Folded stacks (`thread;outer;...;inner value`): samples, or µs off CPU. */
-  folded(kind?: ProfileKind): string
+  /** Folded stacks (`thread;outer;...;inner value`): samples, or µs off CPU; `labels` puts the stack's labels (all, or those named) first (`route=/a;thread;...`). */
+  folded(kind?: ProfileKind, options?: { labels?: boolean | string[] }): string
   /** A flame graph (SVG). */
-  flameGraph(kind?: ProfileKind, options?: FlameGraphOptions): string
+  flameGraph(kind?: ProfileKind, options?: FlameGraphOptions & { labels?: boolean | string[] }): string
   /**
    * The window as a `.cpuprofile` (the JSON `node --cpu-prof` writes: Chrome DevTools, VS Code, speedscope): the main
    * thread's stacks (default), every thread's under a node each (`thread: 'all'`), or one thread's (its tid). The
@@ -627,7 +632,20 @@ export declare class Profiler {
   push(options: { url: string; name: string; labels?: Record<string, string>; every?: number; kinds?: ProfileKind[]; headers?: Record<string, string>; onError?: (err: Error) => void }): ProfilePush
   /** Ends any window or push, detaches and frees everything. */
   close(): void
+  /** `bpf.withLabels`: runs `fn(...args)` with `labels` over the current ones (they follow awaits, timers, callbacks). */
+  withLabels: typeof withLabels
+  /** `bpf.setLabels`: `labels` over the current ones for the rest of this async context (AsyncLocalStorage's enterWith). */
+  setLabels: typeof setLabels
+  /** `bpf.getLabels`: the current labels (frozen; `{}`: none). */
+  getLabels: typeof getLabels
 }
+
+/** Runs `fn(...args)` with `labels` over the current ones and returns its result; profile samples of it (and of what it awaits, its timers and callbacks) carry them. */
+export declare function withLabels<R, A extends unknown[]>(labels: ProfileLabels, fn: (...args: A) => R, ...args: A): R
+/** Sets `labels` over the current ones for the rest of the current async context (AsyncLocalStorage's enterWith). */
+export declare function setLabels(labels: ProfileLabels): void
+/** The current labels, a frozen object (`{}`: none). */
+export declare function getLabels(): Readonly<ProfileLabels>
 
 /** Starts a profiler of this process (needs root, or CAP_BPF + CAP_PERFMON); nothing samples until a window. */
 export declare function profile(options?: ProfileOptions): Profiler

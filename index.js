@@ -29,6 +29,9 @@ const lazyFrom = {
   profile: './lib/service/profile',
   Profiler: './lib/service/profile',
   ProfileWindow: './lib/service/profile',
+  withLabels: './lib/service/labels',
+  setLabels: './lib/service/labels',
+  getLabels: './lib/service/labels',
   kernelPid: './lib/host/pidns',
   kernelIds: './lib/host/pidns',
 };
@@ -38,6 +41,9 @@ const excludeLibraryThreads = undefined;
 const profile = undefined;
 const Profiler = undefined;
 const ProfileWindow = undefined;
+const withLabels = undefined;
+const setLabels = undefined;
+const getLabels = undefined;
 const kernelPid = undefined;
 const kernelIds = undefined;
 
@@ -58,6 +64,9 @@ module.exports = {
   profile,
   Profiler,
   ProfileWindow,
+  withLabels,
+  setLabels,
+  getLabels,
   libraryThreads,
   excludeLibraryThreads,
   kernelPid,

@@ -9,7 +9,8 @@
  * and `off_cpu/nanoseconds`. Every sample has the labels `thread_name`,
  * `thread_id` (a number) and `thread_kind` (main, libuv pool, V8 worker,
  * node-libbpf, ...); off-CPU ones `off_cpu_state` (`blocked`: it slept;
- * `preempted`: runnable, waiting for a CPU). Locations carry their mapping (the ELF file, `[jit]`,
+ * `preempted`: runnable, waiting for a CPU), and each the request labels
+ * it ran under (`withLabels`: strings as `str`, numbers as `num`). Locations carry their mapping (the ELF file, `[jit]`,
  * `[kernel]`) and a line per function; JavaScript functions have the file
  * and line V8's data gives (lib/frames/v8.js), or the perf map's
  * `file:line:column`; where the script has a source map, the original
@@ -105,6 +106,8 @@ function toProfile(window, kind) {
           new Label({ key: str('thread_id'), num: s.tid }),
           new Label({ key: str('thread_kind'), str: str(s.threadKind) }),
           ...(s.state ? [new Label({ key: str('off_cpu_state'), str: str(s.state) })] : []),
+          // the request's labels (lib/service/labels.js): numbers as num
+          ...Object.entries(s.labels ?? {}).map(([k, v]) => (typeof v === 'number' ? new Label({ key: str(k), num: v }) : new Label({ key: str(k), str: str(v) }))),
         ],
       }),
   );

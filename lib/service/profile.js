@@ -36,11 +36,13 @@ const native = require('../core/native');
 const { loadBpfProgram } = require('../core/object');
 const { objectPath } = require('../core/objects');
 const { codedError } = require('../core/validate');
+const { escapeText } = require('../core/format');
 const stacks = require('../frames/stacks');
 const pprof = require('./pprof');
 const { toCpuProfile } = require('./cpuprofile');
 const { SourceMaps } = require('../frames/sourcemap');
 const tick = require('./tick');
+const labels = require('./labels');
 const { kernelIds, inInitialNamespace, checkOwnProc } = require('../host/pidns');
 
 const EFAULT = 14;
@@ -193,18 +195,40 @@ class ProfileWindow {
   /**
    * Folded stacks (`thread;outer;...;inner value`, kernel frames marked
    * `_[k]`), as flame graph tools and Pyroscope's `format=folded` take
-   * them: values are samples (cpu) or microseconds (offCpu).
+   * them: values are samples (cpu) or microseconds (offCpu). `labels`
+   * (true, or the names of those wanted) puts the stack's request labels
+   * first, as frames `name=value`, in the order asked (true: by name).
+   * @param {'cpu' | 'offCpu'} [kind]
+   * @param {{ labels?: boolean | string[] }} [options]
    */
-  folded(kind = 'cpu') {
+  folded(kind = 'cpu', options = {}) {
     checkKind(kind);
-    return stacks.foldStacks(
-      this[kind].map((s) => ({
-        comm: s.thread,
-        user: s.frames.filter((f) => f.kind !== 'kernel').flatMap((f) => [...(f.inlined ?? []).map((i) => i.label), f.label]),
-        kernel: s.frames.filter((f) => f.kind === 'kernel').map((f) => f.name),
-        count: kind === 'cpu' ? s.count : Math.round(s.ns / 1000),
-      })),
-    );
+    const which = checkFoldedLabels(options);
+    const fold = (list) =>
+      stacks.foldStacks(
+        list.map((s) => ({
+          comm: s.thread,
+          user: s.frames.filter((f) => f.kind !== 'kernel').flatMap((f) => [...(f.inlined ?? []).map((i) => i.label), f.label]),
+          kernel: s.frames.filter((f) => f.kind === 'kernel').map((f) => f.name),
+          count: kind === 'cpu' ? s.count : Math.round(s.ns / 1000),
+        })),
+      );
+    if (!which) return fold(this[kind]);
+    // (folded by label set, each set's frames put before its lines)
+    const groups = new Map();
+    for (const s of this[kind]) {
+      const prefix = labelFrames(s.labels, which).join(';');
+      if (!groups.has(prefix)) groups.set(prefix, []);
+      groups.get(prefix).push(s);
+    }
+    const lines = [];
+    for (const [prefix, list] of groups) {
+      for (const line of fold(list).split('\n')) if (line) lines.push({ line: prefix ? `${prefix};${line}` : line, count: Number(line.slice(line.lastIndexOf(' ') + 1)) });
+    }
+    return lines
+      .sort((a, b) => b.count - a.count)
+      .map((l) => l.line)
+      .join('\n');
   }
 
   /**
@@ -223,11 +247,31 @@ class ProfileWindow {
     return toCpuProfile(/** @type {any} */ (this), kind, options);
   }
 
-  /** A flame graph (SVG, inferno) of the window's `kind` stacks. */
+  /**
+   * A flame graph (SVG, inferno) of the window's `kind` stacks; `labels` as folded()'s.
+   * @param {'cpu' | 'offCpu'} [kind]
+   * @param {any} [options]
+   */
   flameGraph(kind = 'cpu', options = {}) {
     const title = kind === 'cpu' ? `CPU, ${this.frequency} Hz, ${this.durationNs / 1e9} s` : `Off CPU (main thread), ${this.durationNs / 1e9} s`;
-    return native.flameGraph(this.folded(kind), { title, countName: kind === 'cpu' ? 'samples' : 'µs', ...options });
+    // (labels: the stacks' labels as their first frames, folded's option)
+    const { labels: which, ...rest } = options ?? {};
+    return native.flameGraph(this.folded(kind, { labels: which }), { title, countName: kind === 'cpu' ? 'samples' : 'µs', ...rest });
   }
+}
+
+function checkFoldedLabels(options) {
+  if (options === null || typeof options !== 'object') throw codedError('ERR_INVALID_ARG_TYPE', `folded(kind, options): options must be an object ({ labels: true }), got ${options}`);
+  const { labels: which = false } = options;
+  if (which === true || which === false) return which;
+  if (!Array.isArray(which) || which.some((k) => typeof k !== 'string')) throw codedError('ERR_INVALID_ARG_TYPE', `folded(kind, { labels }): labels is true, false or the names of the labels to put first (['route']), got ${which}`);
+  return which;
+}
+
+/** A stack's labels as its first folded frames (`route=/a`), `;` kept out of them. */
+function labelFrames(stackLabels = {}, which) {
+  const names = which === true ? Object.keys(stackLabels).sort() : which;
+  return names.filter((k) => stackLabels[k] !== undefined).map((k) => escapeText(`${k}=${String(stackLabels[k])}`.replace(/;/g, ':').replace(/\s+/g, ' ')));
 }
 
 function checkKind(kind) {
@@ -566,6 +610,8 @@ class Profiler {
       return frames.get(key);
     };
     const library = new Set(native.libraryThreads().map((t) => this.#kernelTid(t.tid)));
+    // request labels: the id each stack was taken under (bpf/labels.bpf.h), resolved now (a lazy record's too)
+    const labelled = labels.resolveIds(rows.map((r) => r.k.label_id ?? 0));
     const out = { cpu: [], offCpu: [] };
     for (const r of rows) {
       const lost = stacks.lostStack;
@@ -594,6 +640,7 @@ class Profiler {
         count: r.count,
         ...(r.kind === 'offCpu' && { ns: r.ns, state: r.k.preempted ? 'preempted' : 'blocked' }),
         frames: [...kernelFrames, ...userFrames],
+        labels: r.k.label_id ? (labelled.labels.get(r.k.label_id) ?? {}) : {},
       });
     }
     const mapped = this.#mapSources(out);
@@ -620,6 +667,8 @@ class Profiler {
     if (!perfMap && (this.#v8Error || !this.#symbolizer.v8.names)) notes.push(`no perf map (/tmp/perf-${process.pid}.map): JavaScript frames are unnamed; run node with --perf-basic-prof (or --perf-basic-prof-only-functions --interpreted-frames-native-stack)`);
     if (v8Dropped) notes.push(`${v8Dropped} stacks' JavaScript frames not kept, their table was full: named from the perf map, if any`);
     if (mapped.failed) notes.push(`${mapped.failed} JavaScript frames not at their source-mapped places: ${mapped.reason}`);
+    if (labelled.expired) notes.push(`${labelled.expired} label ids of the window's stacks were no longer known (not entered nor sampled for ${labels.PRUNE_MS / 60000} minutes): those stacks have no labels`);
+    if (labelled.failed.length) notes.push(`${labelled.failed.length} lazy label records failed to resolve, their stacks without their labels: ${labelled.failed[0]}`);
     if (dropped.samples || dropped.offCpu) notes.push(`not counted, their table was full: ${dropped.samples} CPU samples, ${dropped.offCpu} off-CPU intervals`);
     return { startNs, durationNs, periodNs, frequency: clock.frequency, perfMap, dropped, ...(preempted && { preempted }), notes, ...out };
   }
@@ -812,7 +861,7 @@ class Profiler {
       while (!state.stopped && !this.closed) {
         let w;
         try {
-          w = await this.#collect({ seconds: every, signal: stopper.signal }, `a push to ${base.origin}`);
+          w = await this.#collect({ seconds: every, signal: stopper.signal }, `a push to ${where}`);
         } catch (err) {
           if (this.closed) break;
           state.errors++;
@@ -820,7 +869,7 @@ class Profiler {
           await new Promise((r) => setTimeout(r, 1000));
           continue;
         }
-        for (const kind of kinds) {
+        for (const kind of base ? kinds : []) {
           try {
             await send(w, kind);
           } catch (err) {
@@ -859,6 +908,9 @@ class Profiler {
     this.#symbolizer.v8.close(); // (the /proc/PID/mem the naming keeps open)
   }
 }
+
+// the labels' functions, the module's own (lib/service/labels.js): a service wraps its handlers before any profiler exists
+Object.assign(Profiler.prototype, { withLabels: labels.withLabels, setLabels: labels.setLabels, getLabels: labels.getLabels });
 
 const OFF_CPU_EVENTS = ['sched_switch', 'context-switches'];
 const CLOCKS = ['auto', 'cpu-clock', 'tick'];
