@@ -192,6 +192,11 @@ class ProfileWindow {
     return pprof.encode(this, kind);
   }
 
+  /** The window's `kind` ('cpu', 'offCpu' or 'all') as OTLP profiles (lib/service/otlp.js): an encoded ExportProfilesServiceRequest (a Buffer). */
+  otlp(kind = 'cpu', options = {}) {
+    return require('./otlp').encode(this, kind, options);
+  }
+
   /**
    * Folded stacks (`thread;outer;...;inner value`, kernel frames marked
    * `_[k]`), as flame graph tools and Pyroscope's `format=folded` take
@@ -802,16 +807,19 @@ class Profiler {
    * types in `sample_type_config`; `name` is `name{labels}`, `from` and
    * `until` are unix seconds). Returns `{ stop(): Promise, pushed, errors }`;
    * `onError(err)` hears failed windows and pushes (default: a warning).
-   * The profiler is busy meanwhile: pulls answer 409.
-   * @param {{ url?: string, name?: string, labels?: Record<string, string>, every?: number, kinds?: string[], headers?: Record<string, string>, onError?: (err: Error) => void }} [options]
+   * The profiler is busy meanwhile: pulls answer 409. `otlp`: OTLP/HTTP
+   * too (or instead: without `url`), one request a window
+   * (lib/service/otlp.js: `name` its service.name, `labels` resource attributes).
+   * @param {{ url?: string, otlp?: string, name?: string, labels?: Record<string, string>, every?: number, kinds?: string[], headers?: Record<string, string>, onError?: (err: Error) => void }} [options]
    */
-  push({ url, name, labels = {}, every = 15, kinds = KIND_NAMES, headers = {}, onError } = {}) {
+  push({ url, otlp, name, labels = {}, every = 15, kinds = KIND_NAMES, headers = {}, onError } = {}) {
     this.#check();
     let base;
+    const otlpUrl = otlp === undefined ? undefined : require('./otlp').endpoint(otlp);
     try {
-      base = new URL(url);
+      base = url === undefined && otlpUrl ? undefined : new URL(url);
     } catch {
-      throw codedError('ERR_BPF_INVALID_VALUE', `profiler.push(): url must be Pyroscope's address (http://pyroscope:4040), got ${url}`);
+      throw codedError('ERR_BPF_INVALID_VALUE', `profiler.push(): url must be Pyroscope's address (http://pyroscope:4040), or otlp an OTLP/HTTP endpoint (http://collector:4318), got ${url}`);
     }
     if (typeof name !== 'string' || !/^[A-Za-z0-9_.\-/]+$/.test(name)) {
       throw codedError('ERR_BPF_INVALID_VALUE', `profiler.push(): name must be the application's name (letters, digits, _ . - /), got ${name}`);
@@ -827,8 +835,9 @@ class Profiler {
     const appName = `${name}{${Object.entries(labels)
       .map(([k, v]) => `${k}=${v}`)
       .join(',')}}`;
-    const report = onError ?? ((err) => process.emitWarning(`profiler.push() to ${base.origin}: ${err.message}`, 'NodeLibbpfWarning'));
-    const ingest = new URL('ingest', base.href.endsWith('/') ? base : `${base.href}/`);
+    const where = (base ?? otlpUrl).origin;
+    const report = onError ?? ((err) => process.emitWarning(`profiler.push() to ${where}: ${err.message}`, 'NodeLibbpfWarning'));
+    const ingest = base && new URL('ingest', base.href.endsWith('/') ? base : `${base.href}/`);
     const state = { pushed: 0, errors: 0, stopped: false };
     const stopper = new AbortController();
     const send = async (w, kind) => {
@@ -872,6 +881,15 @@ class Profiler {
         for (const kind of base ? kinds : []) {
           try {
             await send(w, kind);
+          } catch (err) {
+            state.errors++;
+            report(err);
+          }
+        }
+        if (otlpUrl && kinds.length) {
+          try {
+            await require('./otlp').post(otlpUrl, w.otlp(new Set(kinds).size > 1 ? 'all' : kinds[0], { serviceName: name, attributes: labels }), headers);
+            state.pushed++;
           } catch (err) {
             state.errors++;
             report(err);
