@@ -516,6 +516,8 @@ export interface ProfileOptions {
   v8?: boolean
   /** Whether JavaScript frames are put at their original places through their scripts' source maps (`//# sourceMappingURL=`: a file or an inline base64 data: URL), in pprof, folded stacks and `.cpuprofile` (default true). */
   sourceMaps?: boolean
+  /** OpenTelemetry's trace context on the samples (default false): while a span of @opentelemetry/api is active, labels `trace_id`, `span_id` (hex) and the local root span's `http.route` (true), or the attributes named (`'tenant'`, `['http.route', 'tenant']`), read when the window is; needs `npm install @opentelemetry/api`, else ERR_BPF_NOT_SUPPORTED. */
+  traceContext?: boolean | string | string[]
 }
 
 /** A frame of a profile's stack. */

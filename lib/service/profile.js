@@ -43,6 +43,7 @@ const { toCpuProfile } = require('./cpuprofile');
 const { SourceMaps } = require('../frames/sourcemap');
 const tick = require('./tick');
 const labels = require('./labels');
+const traceContext = require('./trace_context');
 const { kernelIds, inInitialNamespace, checkOwnProc } = require('../host/pidns');
 
 const EFAULT = 14;
@@ -148,10 +149,10 @@ function checkOptions(options) {
   if (options !== undefined && (options === null || typeof options !== 'object')) {
     throw codedError('ERR_INVALID_ARG_TYPE', `profile(options): options must be an object, got ${options}`);
   }
-  const known = ['frequency', 'clock', 'threads', 'offCpu', 'offCpuEvent', 'minOffCpu', 'idle', 'preempted', 'maxSeconds', 'v8', 'sourceMaps'];
+  const known = ['frequency', 'clock', 'threads', 'offCpu', 'offCpuEvent', 'minOffCpu', 'idle', 'preempted', 'maxSeconds', 'v8', 'sourceMaps', 'traceContext'];
   const unknown = Object.keys(options ?? {}).filter((k) => !known.includes(k));
   if (unknown.length) throw codedError('ERR_BPF_UNKNOWN_NAME', `profile(): no option named ${unknown.join(', ')}; the options are ${known.join(', ')}`);
-  const o = { frequency: DEFAULT_FREQUENCY, clock: 'auto', threads: 'all', offCpu: true, offCpuEvent: 'sched_switch', minOffCpu: 0.001, idle: false, preempted: false, maxSeconds: DEFAULT_MAX_SECONDS, v8: true, sourceMaps: true, ...options };
+  const o = { frequency: DEFAULT_FREQUENCY, clock: 'auto', threads: 'all', offCpu: true, offCpuEvent: 'sched_switch', minOffCpu: 0.001, idle: false, preempted: false, maxSeconds: DEFAULT_MAX_SECONDS, v8: true, sourceMaps: true, traceContext: false, ...options };
   if (!OFF_CPU_EVENTS.includes(o.offCpuEvent)) {
     throw codedError('ERR_BPF_INVALID_VALUE', `profile(): offCpuEvent is what runs the off-CPU program, ${OFF_CPU_EVENTS.map((e) => `'${e}'`).join(' or ')} (default 'sched_switch'), got ${o.offCpuEvent}`);
   }
@@ -172,6 +173,7 @@ function checkOptions(options) {
     throw codedError('ERR_BPF_INVALID_VALUE', `profile(): maxSeconds is the longest window, in seconds (at most 86400, default ${DEFAULT_MAX_SECONDS}), got ${o.maxSeconds}`);
   }
   for (const k of ['offCpu', 'idle', 'preempted', 'v8', 'sourceMaps']) if (typeof o[k] !== 'boolean') throw codedError('ERR_INVALID_ARG_TYPE', `profile(): ${k} is true or false, got ${o[k]}`);
+  traceContext.checkOption(o.traceContext); // (and @opentelemetry/api is there)
   return o;
 }
 
@@ -303,6 +305,7 @@ class Profiler {
   #clock = 'cpu-clock'; // what takes the CPU samples: 'tick' or 'cpu-clock' ('auto' resolved)
   #clockWhy = null; // clock 'auto' where the tick could not be used: why
   #sourceMaps = null; // JS frames at their source-mapped places (lib/frames/sourcemap.js), or null: sourceMaps: false
+  #traceStop = null; // ends traceContext's labels (lib/service/trace_context.js), or null
 
   /**
    * The tick's hrtimer functions (lib/service/tick.js), or none for cpu-clock.
@@ -367,6 +370,9 @@ class Profiler {
       throw err;
     }
     forgotten.register(this, obj, this);
+    // OpenTelemetry's active span on the samples (lib/service/trace_context.js)
+    const traced = traceContext.checkOption(this.#options.traceContext);
+    if (traced) this.#traceStop = traceContext.start(traced);
   }
 
   /**
@@ -924,6 +930,7 @@ class Profiler {
     this.#abort?.();
     this.#obj.close();
     this.#symbolizer.v8.close(); // (the /proc/PID/mem the naming keeps open)
+    this.#traceStop?.();
   }
 }
 

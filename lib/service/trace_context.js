@@ -1,0 +1,204 @@
+'use strict';
+/**
+ * OpenTelemetry's trace context on profile samples: `bpf.profile({
+ * traceContext: true })` (lib/service/profile.js). While a span of
+ * @opentelemetry/api is active, every CPU sample and off-CPU interval
+ * carries the labels `trace_id`, `span_id` (hex, the active span's) and the
+ * local root span's `http.route` (or the attributes named instead:
+ * `traceContext: 'tenant'`, `['http.route', 'tenant']`); the service adds
+ * no code.
+ *
+ * How: the global context manager's `with()` (what `context.with()`,
+ * `startActiveSpan()` and the instrumentations' bound callbacks call) is
+ * wrapped so that fn runs under a lazily resolved label record of the
+ * context's span (lib/service/labels.js withLazyLabels): the values are read
+ * when a window is read, so an `http.route` set as the request ends is
+ * there. A manager registered before or after profile() is wrapped (the
+ * latter through this copy of @opentelemetry/api's setGlobalContextManager:
+ * one copy in node_modules, as its peer dependency asks).
+ *
+ * The local root span is the first span of the trace in this process: a
+ * span whose parent is remote or absent (sdk-trace-base's
+ * parentSpanContext, or parentSpanId for 1.x spans), else its parent's
+ * root when this layer saw the parent, else the first span of that trace it
+ * saw. A root's record keeps the span until the span has ended and a
+ * window has read it, then only its attributes.
+ */
+const { codedError } = require('../core/validate');
+const labels = require('./labels');
+
+/** What `traceContext: true` reads of the local root span. */
+const DEFAULT_ATTRIBUTES = ['http.route'];
+const NAME = /^[A-Za-z_][A-Za-z0-9_.]*$/;
+const RESERVED = ['trace_id', 'span_id'];
+const MAX_VALUE = 256;
+/** The span maps are swept of dead entries when they pass this size, then twice the size that was left. */
+const SWEEP_MIN = 4096;
+const WRAPPED = Symbol('node-libbpf trace context');
+
+let api = null;
+/** the attribute names each user (a profiler) asked for, and their union */
+const users = new Map();
+let attributes = [];
+/** span -> its record (null: a span with no valid, local context) */
+const bySpan = new WeakMap();
+/** spanId -> WeakRef(record), traceId -> WeakRef(the first local root's record): the parent's root, found */
+const bySpanId = new Map();
+const byTrace = new Map();
+let sweepAt = SWEEP_MIN;
+
+/**
+ * `traceContext`'s value checked: the local root span's attributes to read
+ * (true: http.route), or null (false, undefined).
+ * @param {unknown} value
+ * @returns {string[] | null}
+ */
+function checkOption(value) {
+  if (value === undefined || value === false) return null;
+  const names = value === true ? DEFAULT_ATTRIBUTES : typeof value === 'string' ? [value] : value;
+  if (!Array.isArray(names) || names.some((n) => typeof n !== 'string' || !NAME.test(n) || RESERVED.includes(n))) {
+    throw codedError('ERR_BPF_INVALID_VALUE', `profile(): traceContext labels samples with the active OpenTelemetry span's trace_id and span_id and attributes of its local root span: true (http.route), an attribute's name ('http.route') or an array of them, names as label names (letters, digits, _ and ., not trace_id or span_id), got ${JSON.stringify(value) ?? String(value)}`);
+  }
+  if (!api) {
+    try {
+      api = require('@opentelemetry/api');
+    } catch (cause) {
+      throw codedError('ERR_BPF_NOT_SUPPORTED', `profile({ traceContext }): reads the spans of @opentelemetry/api, which is not installed: npm install @opentelemetry/api (${cause.message.split('\n')[0]})`);
+    }
+  }
+  return [...new Set(names)];
+}
+
+/** A label value from an attribute's: a string (cut to 256 characters), a finite number, a boolean as a string; else none. */
+function labelValue(v) {
+  if (typeof v === 'string') return v.length > MAX_VALUE ? v.slice(0, MAX_VALUE) : v;
+  if (typeof v === 'number') return Number.isFinite(v) ? v : undefined;
+  if (typeof v === 'boolean') return String(v);
+  return undefined;
+}
+
+/** A span's label record: resolve() at a window's read (labels.js). */
+class SpanRecord {
+  constructor(traceId, spanId, span, root) {
+    this.traceId = traceId;
+    this.spanId = spanId;
+    /** the local root's record (this one for a root) */
+    this.root = root ?? this;
+    /** a root's span while it runs, then its final attributes */
+    this.span = root ? null : span;
+    this.attrs = null;
+    /** the labels' store while this record is current (labels.als), once entered */
+    this.store = undefined;
+  }
+
+  /** A root's attributes: the span's as they are now; once it has ended, kept and the span let go. */
+  attributes() {
+    const span = this.span;
+    if (!span) return this.attrs;
+    const attrs = span.attributes;
+    if (span.ended === true || span._ended === true) {
+      this.attrs = attrs && typeof attrs === 'object' ? attrs : null;
+      this.span = null;
+    }
+    return attrs && typeof attrs === 'object' ? attrs : null;
+  }
+
+  resolve() {
+    const out = { trace_id: this.traceId, span_id: this.spanId };
+    const attrs = this.root.attributes();
+    if (attrs) {
+      for (const name of attributes) {
+        const v = labelValue(attrs[name]);
+        if (v !== undefined) out[name] = v;
+      }
+    }
+    return out;
+  }
+}
+
+/** Drops the map entries whose records labels.js let go (amortized: at twice the size left). */
+function sweep() {
+  for (const map of [bySpanId, byTrace]) for (const [k, ref] of map) if (ref.deref() === undefined) map.delete(k);
+  sweepAt = Math.max(SWEEP_MIN, 2 * (bySpanId.size + byTrace.size));
+}
+
+/** The record of `span` (made on its first with()), or null: no span, or one whose context is not valid or not this process's. */
+function recordOf(span) {
+  let rec = bySpan.get(span);
+  if (rec !== undefined) return rec;
+  rec = null;
+  const sc = typeof span.spanContext === 'function' ? span.spanContext() : undefined;
+  if (sc && !sc.isRemote && api.trace.isSpanContextValid(sc)) {
+    const parent = span.parentSpanContext ?? (typeof span.parentSpanId === 'string' && span.parentSpanId ? { spanId: span.parentSpanId, isRemote: false } : undefined);
+    let root;
+    if (parent && !parent.isRemote) root = bySpanId.get(parent.spanId)?.deref()?.root ?? byTrace.get(sc.traceId)?.deref();
+    rec = new SpanRecord(sc.traceId, sc.spanId, span, root);
+    bySpanId.set(sc.spanId, new WeakRef(rec));
+    if (!root && !byTrace.has(sc.traceId)) byTrace.set(sc.traceId, new WeakRef(rec));
+    if (bySpanId.size + byTrace.size > sweepAt) sweep();
+  }
+  bySpan.set(span, rec);
+  return rec;
+}
+
+/** Runs the manager's own with() under `rec` (labels.withLazyLabels' fn). */
+function enter(rec, manager, original, context, fn, thisArg, args) {
+  if (rec.store === undefined) rec.store = labels.als.getStore();
+  return original.call(manager, context, fn, thisArg, ...args);
+}
+
+/** Wraps `manager.with` (once): fn under the record of the context's span while a profiler asks. */
+function wrap(manager) {
+  if (!manager || typeof manager.with !== 'function' || manager[WRAPPED]) return;
+  const original = manager.with;
+  manager[WRAPPED] = original;
+  manager.with = function withTraceContext(context, fn, thisArg, ...args) {
+    if (users.size === 0) return original.call(this, context, fn, thisArg, ...args);
+    let rec = null;
+    try {
+      const span = api.trace.getSpan(context);
+      rec = span ? recordOf(span) : null;
+    } catch {
+      rec = null; // (a span that throws is left unlabelled, its with() untouched)
+    }
+    // (already current: nothing to enter)
+    if (rec === null || (rec.store !== undefined && labels.als.getStore() === rec.store)) return original.call(this, context, fn, thisArg, ...args);
+    return labels.withLazyLabels(rec, enter, rec, this, original, context, fn, thisArg, args);
+  };
+}
+
+/** Wraps the context manager registered now and, through setGlobalContextManager, any registered later. */
+function install() {
+  const contextApi = api.context;
+  // (the registry every copy of @opentelemetry/api 1.x shares; the no-op manager is none)
+  wrap(globalThis[Symbol.for('opentelemetry.js.api.1')]?.context);
+  if (contextApi.setGlobalContextManager[WRAPPED]) return;
+  const register = contextApi.setGlobalContextManager;
+  const registerTraced = function setGlobalContextManager(manager) {
+    const ok = register.call(this, manager);
+    if (ok) wrap(manager);
+    return ok;
+  };
+  registerTraced[WRAPPED] = register;
+  contextApi.setGlobalContextManager = registerTraced;
+}
+
+/**
+ * Starts labelling samples with the trace context for one user (a
+ * profiler): `names` from checkOption(). Returns the function that stops
+ * it (idempotent).
+ * @param {string[]} names
+ * @returns {() => void}
+ */
+function start(names) {
+  const token = Symbol('profiler');
+  users.set(token, names);
+  attributes = [...new Set([...users.values()].flat())];
+  install();
+  return () => {
+    if (!users.delete(token)) return;
+    attributes = [...new Set([...users.values()].flat())];
+  };
+}
+
+module.exports = { checkOption, start, DEFAULT_ATTRIBUTES };
