@@ -570,6 +570,35 @@ export declare function kernelFieldOffset(typeName: string, field: string): numb
  */
 export declare function kprobeExists(funcName: string): boolean
 
+/**
+ * The places in the calling thread's isolate (its first `scan` bytes) of
+ * a word that reaches a Map whose table holds the Smi `store` as a value:
+ * run inside `als.run(store, ...)`, it finds the CPED slot.
+ */
+export declare function labelsCalibrate(store: number, scan: number): Array<LabelsCandidate>
+
+/** A place the calibration found the store at. */
+export interface LabelsCandidate {
+  /** The slot's offset in the isolate. */
+  slotOffset: number
+  /** The table's offset in the object the slot points to. */
+  tableOffset: number
+}
+
+/** The calling thread's isolate and thread id. */
+export declare function labelsThread(): LabelsThread
+
+/** The calling thread, for the programs: its isolate's address and its thread id. */
+export interface LabelsThread {
+  /** `v8::Isolate::GetCurrent()` (0: none, or node exports no such symbol). */
+  isolate: bigint
+  /** `gettid()`, in this process's pid namespace. */
+  tid: number
+}
+
+/** The address of `word`'s first element (its backing store: V8 does not move it), for the programs to read. */
+export declare function labelsWordAddress(word: Int32Array): bigint
+
 /** A thread node-libbpf runs in this process. */
 export interface LibraryThread {
   /** `node-libbpf-poller`, `node-libbpf-release` (the thread's comm). */

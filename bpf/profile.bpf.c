@@ -26,6 +26,7 @@
 #include "profile.h"
 #include "v8.bpf.h"
 #include "stacks.bpf.h"
+#include "labels.bpf.h"
 
 const volatile __u32 target_pid = 0;	/* the kernel's tgid of the process; its main thread has the same id */
 const volatile __u64 min_offcpu_ns = 1000000;
@@ -195,6 +196,7 @@ static __always_inline void count_sample(void *ctx, __u32 tid, __u64 v8_stack)
 	key.user_stack = stack_id(ctx, BPF_F_USER_STACK, SCRATCH_SLOT_EVENT);
 	key.kernel_stack = stack_id(ctx, 0, SCRATCH_SLOT_EVENT);
 	key.v8_stack = v8_stack;
+	key.label_id = labels_of(tid);
 	bpf_get_current_comm(key.comm, sizeof(key.comm));
 	count = bpf_map_lookup_elem(&counts, &key);
 	if (count) {
@@ -317,6 +319,8 @@ static __always_inline void leave_cpu(void *ctx, struct task_struct *prev, bool 
 	if (!off.key.v8_stack && chain_fp && regs)
 		off.key.v8_stack = v8_walk(target_pid, PT_REGS_IP_CORE(regs), chain_fp, PT_REGS_SP_CORE(regs), slot);
 	bpf_get_current_comm(off.key.comm, sizeof(off.key.comm));
+	/* (the thread leaving is current: its labels are read from its own memory) */
+	off.key.label_id = labels_of(target_pid);
 	off.walked = 1;
 	off.start_ns = now;
 }

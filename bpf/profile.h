@@ -15,6 +15,18 @@ struct profile_key {
 	__u64 user_chain;		/* off CPU: key in the chains map of the frames recovered above a
 					 * library without frame pointers (glibc's futex waits), or 0 */
 	__u64 v8_stack;			/* key in the v8_stacks map of the stack's JS frames (bpf/v8.bpf.h), or 0: not walked */
+	__u32 label_id;			/* the request labels' id it ran under (bpf/labels.bpf.h), or 0: none */
+	__u32 pad;
+};
+
+/* where a thread's label id is (labels_threads, keyed by the kernel's tid; lib/service/labels.js) */
+#define LABELS_CPED 1	/* addr: the isolate's CPED slot -> an AsyncContextFrame (a JSMap) -> its table at table_off */
+#define LABELS_WORD 2	/* addr: a 32-bit word that holds the store (Node 20, 22 without AsyncContextFrame) */
+
+struct labels_thread {
+	__u64 addr;
+	__u32 kind;
+	__u32 table_off;
 };
 
 #define PROFILE_CHAIN_DEPTH 64

@@ -16,6 +16,7 @@ mod error;
 mod globals;
 mod iter;
 mod kernel;
+mod labels;
 mod libbpf_log;
 mod map;
 mod mmap;

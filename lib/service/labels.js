@@ -29,6 +29,11 @@ const { codedError } = require('../core/validate');
 const TAG = 0x5a000000;
 const ID_BITS = 24;
 const MAX_ID = 2 ** ID_BITS - 1;
+/** The calibration's two stores (ids never given to a label set). */
+const CALIBRATION = [MAX_ID, MAX_ID - 1];
+const LAST_ID = MAX_ID - 2;
+/** Bytes of the isolate the calibration reads for the CPED slot. */
+const SCAN_BYTES = 16384;
 const MAX_KEYS = 64;
 const MAX_VALUE = 256;
 const PRUNE_MS = 10 * 60 * 1000;
@@ -95,11 +100,13 @@ function checkFn(fn, where) {
 }
 
 function allocate() {
-  if (records.size >= MAX_ID) prune(0);
-  if (records.size >= MAX_ID) throw codedError('ERR_BPF_LIMIT', `withLabels(): ${MAX_ID} label sets are in use at once; label with fewer distinct values (a route, not a request id)`);
-  while (records.has(nextId)) nextId = nextId === MAX_ID ? 1 : nextId + 1;
+  if (records.size >= LAST_ID) prune(0);
+  if (records.size >= LAST_ID) throw codedError('ERR_BPF_LIMIT', `withLabels(): ${LAST_ID} label sets are in use at once; label with fewer distinct values (a route, not a request id)`);
+  while (records.has(nextId)) nextId = nextId === LAST_ID ? 1 : nextId + 1;
   const id = nextId;
-  nextId = nextId === MAX_ID ? 1 : nextId + 1;
+  nextId = nextId === LAST_ID ? 1 : nextId + 1;
+  // (the word's hook starts with the first label set, not with the profiler)
+  if (hookUsers && !hook) startHook();
   if (!clock) {
     clock = setInterval(tick, 1000);
     clock.unref();
@@ -277,33 +284,35 @@ function prune(age) {
   }
 }
 
+function startHook() {
+  hook = createHook({
+    before() {
+      saved.push(word[0]);
+      const s = als.getStore();
+      word[0] = typeof s === 'number' ? s : 0;
+    },
+    after() {
+      word[0] = saved.length ? saved.pop() : 0;
+    },
+  });
+  hook.enable();
+  const s = als.getStore();
+  word[0] = typeof s === 'number' ? s : 0;
+}
+
 /**
  * The word mode's hook (no AsyncContextFrame): `word` follows the context
- * into every callback and promise reaction while a profiler needs it.
- * Returns the function that ends this use of it.
+ * into every callback and promise reaction while a profiler needs it, from
+ * the first label set on. Returns the function that ends this use of it.
  */
 function useWord() {
-  if (!hook) {
-    hook = createHook({
-      before() {
-        saved.push(word[0]);
-        const s = als.getStore();
-        word[0] = typeof s === 'number' ? s : 0;
-      },
-      after() {
-        word[0] = saved.length ? saved.pop() : 0;
-      },
-    });
-    hook.enable();
-    const s = als.getStore();
-    word[0] = typeof s === 'number' ? s : 0;
-  }
   hookUsers++;
+  if (records.size && !hook) startHook();
   let done = false;
   return () => {
     if (done) return;
     done = true;
-    if (--hookUsers > 0) return;
+    if (--hookUsers > 0 || !hook) return;
     hook.disable();
     hook = null;
     saved.length = 0;
@@ -311,9 +320,50 @@ function useWord() {
   };
 }
 
+/**
+ * The CPED slot of this thread's isolate (src/labels.rs): the place whose
+ * Map holds our store inside als.run for two stores, and not outside it.
+ * Returns `{ slotOffset, tableOffset }`, or `{ error }`: why not.
+ */
+function calibrate(native) {
+  const key = (c) => `${c.slotOffset}:${c.tableOffset}`;
+  const runs = CALIBRATION.map((id) => als.run(TAG | id, () => native.labelsCalibrate(TAG | id, SCAN_BYTES)));
+  const second = new Set(runs[1].map(key));
+  const outside = new Set(native.labelsCalibrate(TAG | CALIBRATION[0], SCAN_BYTES).map(key));
+  const found = runs[0].filter((c) => second.has(key(c)) && !outside.has(key(c)));
+  if (found.length === 1) return found[0];
+  return { error: found.length ? `${found.length} places in V8's isolate hold the context (${found.map(key).join(', ')}): which is not known` : `no AsyncContextFrame found in V8's isolate (its first ${SCAN_BYTES / 1024} KiB)` };
+}
+
+let registered = null;
+
+/**
+ * For a profiler (lib/service/profile.js): where the programs read this
+ * thread's label id (bpf/labels.bpf.h): `{ tid (gettid, this pid
+ * namespace's), kind: 'cped' | 'word', addr (bigint), tableOffset, why
+ * (word: why not the CPED) }`. Calibrated once per thread.
+ */
+function registration(native) {
+  if (registered) return registered;
+  const { tid } = native.labelsThread();
+  let found;
+  try {
+    found = calibrate(native);
+  } catch (err) {
+    found = { error: err.message };
+  }
+  if (!found.error) {
+    const { isolate } = native.labelsThread();
+    registered = { tid, kind: 'cped', addr: isolate + BigInt(found.slotOffset), tableOffset: found.tableOffset, why: null };
+  } else {
+    registered = { tid, kind: 'word', addr: native.labelsWordAddress(word), tableOffset: 0, why: found.error };
+  }
+  return registered;
+}
+
 /** How many ids are interned (for tests and the bench). */
 function size() {
   return records.size;
 }
 
-module.exports = { withLabels, setLabels, getLabels, withLazyLabels, resolveIds, useWord, size, als, word, TAG, ID_BITS, MAX_ID, PRUNE_MS };
+module.exports = { withLabels, setLabels, getLabels, withLazyLabels, resolveIds, registration, useWord, size, als, word, TAG, ID_BITS, MAX_ID, PRUNE_MS };

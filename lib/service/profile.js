@@ -305,6 +305,8 @@ class Profiler {
   #clock = 'cpu-clock'; // what takes the CPU samples: 'tick' or 'cpu-clock' ('auto' resolved)
   #clockWhy = null; // clock 'auto' where the tick could not be used: why
   #sourceMaps = null; // JS frames at their source-mapped places (lib/frames/sourcemap.js), or null: sourceMaps: false
+  #labels = null; // where the programs read this thread's label id (lib/service/labels.js registration), or null
+  #labelsRelease = null; // ends the word's hook (no AsyncContextFrame), or null
   #traceStop = null; // ends traceContext's labels (lib/service/trace_context.js), or null
 
   /**
@@ -358,6 +360,15 @@ class Profiler {
       throw err;
     }
     this.#obj = obj;
+    // request labels: this thread's id read at each sample (bpf/labels.bpf.h); the CPED slot calibrated, else the word
+    try {
+      this.#labels = labels.registration(native);
+      obj.getMap('labels_threads').set(this.#kernelTid(this.#labels.tid), { addr: this.#labels.addr, kind: this.#labels.kind === 'cped' ? 1 : 2, table_off: this.#labels.tableOffset });
+      if (this.#labels.kind === 'word') this.#labelsRelease = labels.useWord();
+    } catch (err) {
+      obj.close();
+      throw err;
+    }
     this.#symbolizer = new stacks.StackSymbolizer(native);
     if (this.#options.sourceMaps) this.#sourceMaps = new SourceMaps({ pid: process.pid });
     // this process's V8 layout: the programs walk its JS frames (bpf/v8.bpf.h); v8: false leaves them to the perf map
@@ -678,6 +689,7 @@ class Profiler {
     if (!perfMap && (this.#v8Error || !this.#symbolizer.v8.names)) notes.push(`no perf map (/tmp/perf-${process.pid}.map): JavaScript frames are unnamed; run node with --perf-basic-prof (or --perf-basic-prof-only-functions --interpreted-frames-native-stack)`);
     if (v8Dropped) notes.push(`${v8Dropped} stacks' JavaScript frames not kept, their table was full: named from the perf map, if any`);
     if (mapped.failed) notes.push(`${mapped.failed} JavaScript frames not at their source-mapped places: ${mapped.reason}`);
+    if (this.#labels?.kind === 'word' && labels.size()) notes.push(`request labels: through an async_hooks hook (${this.#labels.why}; Node 24 on, or 22 with --experimental-async-context-frame, read them from V8 with no hook)`);
     if (labelled.expired) notes.push(`${labelled.expired} label ids of the window's stacks were no longer known (not entered nor sampled for ${labels.PRUNE_MS / 60000} minutes): those stacks have no labels`);
     if (labelled.failed.length) notes.push(`${labelled.failed.length} lazy label records failed to resolve, their stacks without their labels: ${labelled.failed[0]}`);
     if (dropped.samples || dropped.offCpu) notes.push(`not counted, their table was full: ${dropped.samples} CPU samples, ${dropped.offCpu} off-CPU intervals`);
@@ -928,6 +940,7 @@ class Profiler {
     forgotten.unregister(this);
     for (const p of this.#pushes) p.stop();
     this.#abort?.();
+    this.#labelsRelease?.();
     this.#obj.close();
     this.#symbolizer.v8.close(); // (the /proc/PID/mem the naming keeps open)
     this.#traceStop?.();
