@@ -583,6 +583,8 @@ export declare class ProfileWindow {
   offCpu: ProfileStack[]
   /** The window as gzipped pprof (`go tool pprof`, Pyroscope, Parca). */
   pprof(kind?: ProfileKind): Buffer
+  /** The window as OTLP profiles (an encoded ExportProfilesServiceRequest, profiles v1development): one kind, or 'all' (two profiles). */
+  otlp(kind?: ProfileKind | 'all', options?: { serviceName?: string; attributes?: Record<string, string | number | boolean> }): Buffer
   /** Folded stacks (`thread;outer;...;inner value`): samples, or µs off CPU; `labels` puts the stack's labels (all, or those named) first (`route=/a;thread;...`). */
   folded(kind?: ProfileKind, options?: { labels?: boolean | string[] }): string
   /** A flame graph (SVG). */
@@ -630,8 +632,8 @@ export declare class Profiler {
   collect(options: { seconds: number; signal?: AbortSignal }): Promise<ProfileWindow>
   /** A handler of `GET {prefix}/profile?seconds=N` and `{prefix}/offcpu?seconds=N` (prefix `/debug/pprof`; `&format=cpuprofile` for a `.cpuprofile`, `&thread=all` or a tid): true if it answered. */
   handler(options?: { prefix?: string; defaultSeconds?: number }): (req: import('node:http').IncomingMessage, res: import('node:http').ServerResponse) => boolean
-  /** Pushes a window every `every` seconds (default 15) to Pyroscope's `POST {url}/ingest`. */
-  push(options: { url: string; name: string; labels?: Record<string, string>; every?: number; kinds?: ProfileKind[]; headers?: Record<string, string>; onError?: (err: Error) => void }): ProfilePush
+  /** Pushes a window every `every` seconds (default 15) to Pyroscope's `POST {url}/ingest`, and/or as OTLP to `POST {otlp}/v1development/profiles` (`otlp` with a path: as given). */
+  push(options: { url?: string; otlp?: string; name: string; labels?: Record<string, string>; every?: number; kinds?: ProfileKind[]; headers?: Record<string, string>; onError?: (err: Error) => void }): ProfilePush
   /** Ends any window or push, detaches and frees everything. */
   close(): void
   /** `bpf.withLabels`: runs `fn(...args)` with `labels` over the current ones (they follow awaits, timers, callbacks). */

@@ -207,6 +207,7 @@ class Dictionary {
   /** ProfilesDictionary: every table, its zero entry first. */
   write(w) {
     const strings = [...this.strings.keys()];
+    /** @type {[number, Writer[]][]} */
     const tables = [
       [1, this.out.mapping],
       [2, this.out.location],

@@ -194,7 +194,11 @@ class ProfileWindow {
     return pprof.encode(this, kind);
   }
 
-  /** The window's `kind` ('cpu', 'offCpu' or 'all') as OTLP profiles (lib/service/otlp.js): an encoded ExportProfilesServiceRequest (a Buffer). */
+  /**
+   * The window's `kind` ('cpu', 'offCpu' or 'all') as OTLP profiles (lib/service/otlp.js): an encoded ExportProfilesServiceRequest (a Buffer).
+   * @param {'cpu' | 'offCpu' | 'all'} [kind]
+   * @param {{ serviceName?: string, attributes?: Record<string, string | number | boolean> }} [options]
+   */
   otlp(kind = 'cpu', options = {}) {
     return require('./otlp').encode(this, kind, options);
   }
@@ -906,7 +910,7 @@ class Profiler {
         }
         if (otlpUrl && kinds.length) {
           try {
-            await require('./otlp').post(otlpUrl, w.otlp(new Set(kinds).size > 1 ? 'all' : kinds[0], { serviceName: name, attributes: labels }), headers);
+            await require('./otlp').post(otlpUrl, w.otlp(new Set(kinds).size > 1 ? 'all' : kinds[0] === 'offCpu' ? 'offCpu' : 'cpu', { serviceName: name, attributes: labels }), headers);
             state.pushed++;
           } catch (err) {
             state.errors++;
