@@ -53,6 +53,8 @@ const als = new AsyncLocalStorage();
 const records = new Map();
 /** interning key -> id: `parent \0 entries` of records without a lazy record */
 const byKey = new Map();
+/** `current id` + the labels as given (unsorted, unchecked: each value with its length) -> id: withLabels' fast path */
+const quick = new Map();
 /** lazy object -> id (entered again: the same id) */
 const byLazy = new WeakMap();
 let nextId = 1;
@@ -167,9 +169,27 @@ function enter(id, fn, args) {
  * @returns {R}
  */
 function withLabels(labels, fn, ...args) {
-  const entries = checkLabels(labels, 'withLabels()');
+  const cur = currentId();
+  // (the same labels over the same context as before: their id, without sorting or checking them again)
+  let key = labels !== null && typeof labels === 'object' && !Array.isArray(labels) ? `${cur}` : null;
+  if (key !== null) {
+    for (const k of Object.keys(labels)) {
+      const v = labels[k];
+      if (typeof v === 'string') key += `\0${k}\0${v.length}:${v}`;
+      else if (typeof v === 'number') key += `\0${k}\0#${v}`;
+      else {
+        key = null;
+        break;
+      }
+    }
+  }
+  let id = key === null ? undefined : quick.get(key);
+  if (id === undefined || !records.has(id)) {
+    id = intern(cur, checkLabels(labels, 'withLabels()'));
+    if (key !== null) quick.set(key, id);
+  } else records.get(id).used = now;
   checkFn(fn, 'withLabels()');
-  return enter(intern(currentId(), entries), fn, args);
+  return enter(id, fn, args);
 }
 
 /**
@@ -276,6 +296,7 @@ function prune(age) {
     for (let p = r, d = 0; p && d <= MAX_DEPTH && !keep.has(p.id); p = p.parent ? records.get(p.parent) : undefined, d++) keep.add(p.id);
   }
   if (keep.size === records.size) return;
+  quick.clear();
   for (const [id, r] of records) {
     if (keep.has(id)) continue;
     records.delete(id);
