@@ -191,14 +191,8 @@ describe('a window of this process', { skip }, () => {
     assert.throws(() => w.otlp('cpu', { attributes: /** @type {any} */ ({ region: {} }) }), { code: 'ERR_BPF_INVALID_VALUE', message: /region/ });
   });
 
-  test('labels taken at the sample: attributes, and trace_id with span_id as the link', async (t) => {
+  test('labels taken at the sample (withLabels): attributes, and trace_id with span_id as the link', async () => {
     const w2 = await windowOf(profiler, () => profiler.withLabels({ route: '/burn', trace_id: TRACE, span_id: SPAN }, () => burn(600)));
-    // (a todo while the programs take no labels at the sample (lib/service/labels.js, bpf/profile.bpf.c, in progress):
-    // once any stack has labels this test holds; the window built by hand below checks the encoding meanwhile)
-    if (!w2.cpu.some((s) => Object.keys(s.labels).length)) {
-      t.todo('labels are not taken at the sample yet: no stack of the window has labels');
-      return;
-    }
     const [cpu] = read(w2.otlp('cpu')).profiles;
     const inBurn = cpu.samples.filter((s) => s.frames.some((f) => f.name === 'burn'));
     assert.ok(inBurn.length > 0, 'burn was sampled');
@@ -216,7 +210,8 @@ describe('a window with labels (built by hand: every value known)', () => {
   const mapping = { start: 0x400000, end: 0x800000, offset: 0x1000, path: '/usr/bin/node', file: true };
   const kernel = { start: 0, end: 0, offset: 0, path: '[kernel]', file: false };
   const leaf = { name: 'leaf', kind: 'js', file: '/app/a.js', line: 12, column: 5, address: 0x401000, mapping, inlined: [{ name: 'inner', kind: 'js', file: '/app/b.js', line: 3, column: 9 }] };
-  const main = { name: 'main', kind: 'native', module: '/usr/bin/node', address: 0x402000, mapping };
+  // (a lone surrogate, as a hostile process's memory may give: protobuf strings are UTF-8, it is U+FFFD there)
+  const main = { name: 'main\ud800', kind: 'native', module: '/usr/bin/node', address: 0x402000, mapping };
   const read_ = { name: 'pipe_read', kind: 'kernel', address: 0xffffffff81000000, mapping: kernel };
   const thread = { tid: 1234, thread: 'node', threadKind: 'main' };
   const window = new ProfileWindow({
@@ -244,7 +239,7 @@ describe('a window with labels (built by hand: every value known)', () => {
     assert.equal(cpu.period, 10_101_010);
     const ours = { 'thread.name': 'node', 'thread.id': 1234, 'node_libbpf.thread_kind': 'main' };
     assert.deepEqual(
-      cpu.samples.map((s) => ({ attributes: s.attributes, link: s.link, values: s.values, frames: s.frames.map((f) => f.name) })),
+      cpu.samples.map((s) => ({ attributes: s.attributes, link: s.link, values: s.values, frames: s.frames.map((f) => f.name.replace('\ufffd', '')) })),
       [
         { attributes: { ...ours, route: '/a', n: 7, ratio: 0.5 }, link: { trace: TRACE, span: SPAN }, values: [7], frames: ['leaf', 'main'] },
         { attributes: ours, link: null, values: [3], frames: ['leaf', 'main'] },
@@ -261,7 +256,7 @@ describe('a window with labels (built by hand: every value known)', () => {
     // frames: inlined functions as lines of one location, before the physical one; mappings; kernel frames
     const [k, l, m] = off.samples[0].frames;
     assert.deepEqual(l, { name: 'leaf', file: '/app/a.js', line: 12, column: 5, inlined: [{ name: 'inner', file: '/app/b.js', line: 3, column: 9 }], mapping: '/usr/bin/node', address: 0x401000 });
-    assert.deepEqual(m, { name: 'main', file: '/usr/bin/node', line: 0, column: 0, inlined: [], mapping: '/usr/bin/node', address: 0x402000 });
+    assert.deepEqual(m, { name: 'main\ufffd', file: '/usr/bin/node', line: 0, column: 0, inlined: [], mapping: '/usr/bin/node', address: 0x402000 });
     assert.equal(k.name, 'pipe_read');
     assert.equal(k.mapping, '[kernel]');
     assert.equal(BigInt(got.dict.locationTable[got.dict.stackTable[1].locationIndices[0]].address), 0x401000n);
@@ -301,7 +296,7 @@ describe('push({ otlp })', { skip }, () => {
     const profiler = bpf.profile();
     const r = await receiver(200);
     try {
-      const { errors, pushed } = await pushOnce(profiler, { otlp: r.url, labels: { env: 'test' }, headers: { authorization: 'Bearer t0k3n', 'Content-Type': 'text/plain' } }, r.got);
+      const { errors, pushed } = await pushOnce(profiler, { otlp: r.url, labels: { 'deployment.environment.name': 'test' }, headers: { authorization: 'Bearer t0k3n', 'Content-Type': 'text/plain' } }, r.got);
       assert.deepEqual(errors, []);
       assert.ok(pushed >= 1);
       const [g] = r.got;
@@ -311,7 +306,7 @@ describe('push({ otlp })', { skip }, () => {
       assert.equal(g.headers.authorization, 'Bearer t0k3n');
       const got = read(g.body);
       assert.equal(got.resource['service.name'], 'otlp-push-test');
-      assert.equal(got.resource.env, 'test');
+      assert.equal(got.resource['deployment.environment.name'], 'test', "a resource attribute's name (Pyroscope's labels are identifiers)");
       assert.deepEqual(got.profiles.map((p) => p.type), ['samples/count', 'off_cpu/nanoseconds']);
       // a path of its own: posted there (a signal-specific endpoint); one kind: one profile
       r.got.length = 0;
@@ -342,6 +337,9 @@ describe('push({ otlp })', { skip }, () => {
         assert.throws(() => profiler.push({ otlp, name: 'x' }), { code: 'ERR_BPF_INVALID_VALUE', message: /otlp must be an OTLP\/HTTP endpoint/ }, otlp);
       }
       assert.throws(() => profiler.push({ name: 'x' }), { code: 'ERR_BPF_INVALID_VALUE', message: /or otlp/ });
+      // bad on purpose: a resource attribute is a string, a number or a boolean
+      assert.throws(() => profiler.push({ otlp: r.url, name: 'x', labels: /** @type {any} */ ({ region: {} }) }), { code: 'ERR_BPF_INVALID_VALUE', message: /profiler\.push\(\): resource attribute region/ });
+      assert.equal(profiler.busy, false, 'no push started');
     } finally {
       r.server.close();
       profiler.close();

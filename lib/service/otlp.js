@@ -259,19 +259,20 @@ function writeProfile(w, dict, window, kind) {
   if (window.notes?.length) w.packed(11, [dict.attribute('node_libbpf.notes', /** @type {any} */ (window.notes))]);
 }
 
-function checkOptions(options) {
-  if (options === null || typeof options !== 'object') throw codedError('ERR_INVALID_ARG_TYPE', `w.otlp(kind, options): options must be an object, got ${options}`);
+/** `options` of encode(), checked (`where`: who asks, for the message). */
+function checkOptions(options, where = 'w.otlp()') {
+  if (options === null || typeof options !== 'object') throw codedError('ERR_INVALID_ARG_TYPE', `${where}: options must be an object, got ${options}`);
   const known = ['serviceName', 'attributes'];
   const unknown = Object.keys(options).filter((k) => !known.includes(k));
-  if (unknown.length) throw codedError('ERR_BPF_UNKNOWN_NAME', `w.otlp(): no option named ${unknown.join(', ')}; the options are ${known.join(', ')}`);
+  if (unknown.length) throw codedError('ERR_BPF_UNKNOWN_NAME', `${where}: no option named ${unknown.join(', ')}; the options are ${known.join(', ')}`);
   const { serviceName, attributes = {} } = options;
   if (serviceName !== undefined && (typeof serviceName !== 'string' || !serviceName)) {
-    throw codedError('ERR_BPF_INVALID_VALUE', `w.otlp(): serviceName is the resource's service.name, a non-empty string, got ${serviceName}`);
+    throw codedError('ERR_BPF_INVALID_VALUE', `${where}: serviceName is the resource's service.name, a non-empty string, got ${serviceName}`);
   }
-  if (attributes === null || typeof attributes !== 'object') throw codedError('ERR_INVALID_ARG_TYPE', `w.otlp(): attributes are the resource's, an object of strings, numbers or booleans, got ${attributes}`);
+  if (attributes === null || typeof attributes !== 'object') throw codedError('ERR_INVALID_ARG_TYPE', `${where}: attributes are the resource's, an object of strings, numbers or booleans, got ${attributes}`);
   for (const [k, v] of Object.entries(attributes)) {
     if (!(typeof v === 'string' || typeof v === 'boolean' || (typeof v === 'number' && Number.isFinite(v)))) {
-      throw codedError('ERR_BPF_INVALID_VALUE', `w.otlp(): resource attribute ${k} must be a string, a finite number or a boolean, got ${v}`);
+      throw codedError('ERR_BPF_INVALID_VALUE', `${where}: resource attribute ${k} must be a string, a finite number or a boolean, got ${v}`);
     }
   }
   return { serviceName, attributes };
@@ -354,4 +355,4 @@ async function post(url, body, headers = {}) {
   }
 }
 
-module.exports = { encode, endpoint, post, KINDS };
+module.exports = { encode, endpoint, post, checkOptions, KINDS };

@@ -847,10 +847,12 @@ class Profiler {
       throw codedError('ERR_BPF_INVALID_VALUE', `profiler.push(): name must be the application's name (letters, digits, _ . - /), got ${name}`);
     }
     for (const [k, v] of Object.entries(labels)) {
-      if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(k) || /[{},=]/.test(String(v))) {
+      // (Pyroscope's name{labels}; OTLP's resource attributes take any name: checked by otlp.js)
+      if (base && (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(k) || /[{},=]/.test(String(v)))) {
         throw codedError('ERR_BPF_INVALID_VALUE', `profiler.push(): label ${k}=${v}: names are identifiers, values have no { } , =`);
       }
     }
+    if (otlpUrl) require('./otlp').checkOptions({ serviceName: name, attributes: labels }, 'profiler.push()');
     checkSeconds(every, this.#options.maxSeconds, 'profiler.push(): every');
     for (const k of kinds) checkKind(k);
     if (this.#busy) throw codedError('ERR_BPF_BUSY', `profiler.push(): ${this.#busy} is collecting a window; one at a time`);
