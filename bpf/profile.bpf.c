@@ -17,6 +17,8 @@
  *	    at its next switch (user space makes one at the window's end)
  *	handle_sched_switch: tp_btf sched_switch: runs on every switch of
  *	    every task of the machine (where the first needs what it lacks)
+ *   both: the request labels' id the thread runs under (bpf/labels.bpf.h)
+ *	in the key, so stacks split by label set
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
