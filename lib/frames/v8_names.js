@@ -409,8 +409,9 @@ class V8Names {
     this.stats.named++;
     /** @type {JsFrame[]} */
     let out;
-    if (!fn.file) {
+    if (!fn.script) {
       // no script: a builtin (Math.sqrt, Array.prototype.map) or API function
+      // (a script without a name, code of eval or new Function, is named as any: its lines and what it inlined)
       out = [{ name: fn.name, kind: 'builtin' }];
     } else {
       out = this.framesAt(fn, sfi, frame.slot, num(frame.code), pc, innermost);
@@ -464,7 +465,8 @@ class V8Names {
       // the code on the stack is not the function's current one (leaptiering without
       // the dispatch table, on-stack replacement, replaced code): find it from the pc
       // (not in the node binary: its embedded builtins are no heap Code)
-      if (this.inBinary(at)) return [this.named(fn, 'unknown', null, "the pc is in the node binary's builtins, not in the function's code: no line", false)];
+      // (V8's profiler gives such a sample the line where the function starts, as here; the reason says so)
+      if (this.inBinary(at)) return [this.named(fn, 'unknown', null, "the pc is in the node binary's builtins, not in the function's code: the line where the function starts")];
       code = this.codeAt(at);
       if (!code) {
         // collected since the sample (on-stack-replacement code a GC dropped): what it was named
