@@ -121,7 +121,7 @@ const names = (s) => s.frames;
 const inBurn = (s) => names(s).includes('burn');
 
 describe('which route costs what', { skip, timeout: 120_000 }, () => {
-  test('withLabels({ route }): CPU samples in burn() by route, B at 3x A; C\'s FIFO reads off the CPU under route C alone; go tool pprof -tags', async () => {
+  test('withLabels({ route }): CPU samples in burn() by route, B at 3x A; C\'s FIFO reads off the CPU under route C alone; go tool pprof -tags', async (t) => {
     const { w, dir } = await routesWindow();
     const { requests } = w;
     const why = `requests in the window ${JSON.stringify(requests)}; notes: ${w.notes?.join(' | ')}`;
@@ -165,18 +165,19 @@ describe('which route costs what', { skip, timeout: 120_000 }, () => {
     const b = burnMs(top(['-tagfocus=route=B'], cpu));
     const a = burnMs(top(['-tagfocus=route=A'], cpu));
     assert.ok(a > 0 && Math.abs(b / a - 3) <= 0.45, `-tagfocus: burn's cum under route=B is 3x route=A's: ${b} / ${a} ms`);
+    t.diagnostic(`burn() samples by route ${JSON.stringify(burnBy)} (B/A ${ratio.toFixed(2)}), requests ${JSON.stringify(requests)}; C's reads: ${intervals} intervals of ${ms.toFixed(1)} ms on average`);
     const off = execFileSync('go', ['tool', 'pprof', '-tags', path.join(dir, 'offcpu.pb.gz')], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
     assert.match(off, /route: Total[^]*\): C$/m, `the off-CPU profile's route tag:\n${off}`);
   });
 
-  test("traceContext: true, the context manager registered after profile(): samples carry the finished spans' trace_id and span_id, and the local root's http.route set as the request ended", async () => {
+  test("traceContext: true, the context manager registered after profile(): samples carry the finished spans' trace_id and span_id, and the local root's http.route set as the request ended", async (t) => {
     const { w } = await routesWindow({ ROUTES_TRACE: 'after', ROUTES_OPTIONS: JSON.stringify({ traceContext: true }) });
-    checkTraces(w);
+    t.diagnostic(checkTraces(w));
   });
 
-  test('traceContext: the context manager registered before profile()', async () => {
+  test('traceContext: the context manager registered before profile()', async (t) => {
     const { w } = await routesWindow({ ROUTES_TRACE: 'before', ROUTES_OPTIONS: JSON.stringify({ traceContext: true, offCpu: false }) });
-    checkTraces(w, { offCpu: false });
+    t.diagnostic(checkTraces(w, { offCpu: false }));
   });
 
   test('traceContext: a bad value, and no @opentelemetry/api: coded errors that name the fix', () => {
@@ -199,7 +200,7 @@ describe('which route costs what', { skip, timeout: 120_000 }, () => {
   });
 });
 
-/** The window's labelled samples against the spans the in-memory exporter finished. */
+/** The window's labelled samples against the spans the in-memory exporter finished: what was checked. */
 function checkTraces(w, { offCpu = true } = {}) {
   const spans = new Map(w.spans.map((s) => [s.spanId, s]));
   const servers = w.spans.filter((s) => s.name.startsWith('GET'));
@@ -226,4 +227,5 @@ function checkTraces(w, { offCpu = true } = {}) {
   assert.ok(checked >= 50, `samples checked against their spans: ${checked}`);
   const unknown = [...w.cpu, ...w.offCpu].filter((s) => s.labels.span_id && !spans.has(s.labels.span_id)).reduce((n, s) => n + s.count, 0);
   assert.ok(unknown <= 3, `samples of spans that never finished: ${unknown}`);
+  return `${checked} samples checked against ${w.spans.length} spans (${servers.length} the server's), ${unknown} of spans not finished`;
 }
