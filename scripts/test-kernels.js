@@ -75,8 +75,8 @@ function explain(release, tap, logFile) {
 }
 
 /**
- * The arm64 row: Debian's arm64 kernel and userland under qemu-system-aarch64
- * (scripts/kernels/arm64.js), a subset of the suite. Without an arm64 addon
+ * The arm64 row: Debian's arm64 kernel and userland with npm's arm64 node under
+ * qemu-system-aarch64 (scripts/kernels/arm64.js), a subset of the suite. Without an arm64 addon
  * the VM still boots and runs node (the smoke line), and the row fails
  * saying how to build the addon.
  */
@@ -88,9 +88,9 @@ async function runArm64(k) {
     log(`arm64: ${e.stack || e.message}`);
     return { text: `kernel ${k.id} (arm64): no result (${e.message.split('\n')[0]})`, ok: false };
   }
-  const { kernel, initrd, why, files, userland } = prep;
+  const { kernel, initrd, why, files, node } = prep;
   const logFile = path.join(LOGS, `${k.id}-${kernel.release}.log`);
-  log(`booting ${kernel.release} (${kernel.package}) under qemu-system-aarch64 TCG with node ${userland.version}, ${files.length} test files, timeout ${secs(VM_TIMEOUT_MS / 1000)}; console: ${path.relative(ROOT, logFile)}`);
+  log(`booting ${kernel.release} (${kernel.package}) under qemu-system-aarch64 TCG with npm's arm64 node ${node.version}, ${files.length} test files, timeout ${secs(VM_TIMEOUT_MS / 1000)}; console: ${path.relative(ROOT, logFile)}`);
   const vm = await bootAndTest({
     name: `${kernel.release} (arm64)`,
     kernel: kernel.vmlinuz,

@@ -2,12 +2,10 @@
 // Preloaded into each test file by the arm64 VM's /init (init-arm64.sh),
 // beside vm-skips.js: the tests that cannot run on that VM's userland skip
 // there with the reason printed (`# SKIP arm64 VM: <reason>`). The userland
-// is Debian 12's arm64 packages, not the host's programs, which is where
-// these differ; each entry says why.
+// is npm's arm64 node and Debian 12's arm64 packages, not the host's
+// programs, which is where these differ; each entry says why.
 const { skipTests } = require('./skip-tests');
 
-const DEBIAN_NODE =
-  "Debian's node links libuv as a shared library (libuv.so.1, stripped), so the node binary has no uv__io_poll symbol to probe";
 const SKIPS = [
   // 25 µs per traced getppid under arm64 TCG (0.3 µs on the host): 5 s after
   // the producer ended, the consumer had taken 172,261 of the 200,000
@@ -17,8 +15,6 @@ const SKIPS = [
     name: /^ring buffer \(4 MiB\): 200k records at full speed/,
     reason: 'under arm64 TCG the callback side drains 200k records slower than the 5 s the test waits after the producer ends (172,261 by then; the ring never full)',
   },
-  { file: 'uprobe.test.js', name: /^self-tracing: uv__io_poll of this node process/, reason: DEBIAN_NODE },
-  { file: 'uprobe.test.js', name: /^self-tracing through a ring buffer/, reason: DEBIAN_NODE },
 ];
 
 skipTests(SKIPS, 'arm64 VM');

