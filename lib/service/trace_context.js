@@ -20,9 +20,11 @@
  * The local root span is the first span of the trace in this process: a
  * span whose parent is remote or absent (sdk-trace-base's
  * parentSpanContext, or parentSpanId for 1.x spans), else its parent's
- * root when this layer saw the parent, else the first span of that trace it
- * saw. A root's record keeps the span until the span has ended and a
- * window has read it, then only its attributes.
+ * root when the parent is the active span as the child is entered (as
+ * startActiveSpan and the instrumentations make them), else the first
+ * local root of that trace seen (among the last 32,768-65,536 traces). A record keeps the ids and its
+ * root's attributes object (sdk-trace-base's setAttribute() fills it in
+ * place), not the span.
  */
 const { codedError } = require('../core/validate');
 const labels = require('./labels');
@@ -32,9 +34,34 @@ const DEFAULT_ATTRIBUTES = ['http.route'];
 const NAME = /^[A-Za-z_][A-Za-z0-9_.]*$/;
 const RESERVED = ['trace_id', 'span_id'];
 const MAX_VALUE = 256;
-/** The span maps are swept of dead entries when they pass this size, then twice the size that was left. */
-const SWEEP_MIN = 4096;
+/** The traces whose first local root is kept, at least half of them (a child whose parent is not the active span takes it, else is its own root) */
+const MAX_SPANS = 65536;
 const WRAPPED = Symbol('node-libbpf trace context');
+
+/** A map of the newest keys: two generations of MAX_SPANS / 2, the older dropped whole (Map.delete of its first key is no O(1)). */
+class Recent {
+  constructor() {
+    this.now = new Map();
+    this.old = new Map();
+  }
+
+  get(key) {
+    const v = this.now.get(key);
+    return v !== undefined ? v : this.old.get(key);
+  }
+
+  has(key) {
+    return this.now.has(key) || this.old.has(key);
+  }
+
+  set(key, value) {
+    if (this.now.size >= MAX_SPANS / 2) {
+      this.old = this.now;
+      this.now = new Map();
+    }
+    this.now.set(key, value);
+  }
+}
 
 let api = null;
 /** the attribute names each user (a profiler) asked for, and their union */
@@ -42,10 +69,8 @@ const users = new Map();
 let attributes = [];
 /** span -> its record (null: a span with no valid, local context) */
 const bySpan = new WeakMap();
-/** spanId -> WeakRef(record), traceId -> WeakRef(the first local root's record): the parent's root, found */
-const bySpanId = new Map();
-const byTrace = new Map();
-let sweepAt = SWEEP_MIN;
+/** traceId -> its first local root's attributes (the newest MAX_SPANS traces): a child's root where its parent is not the active span */
+const byTrace = new Recent();
 
 /**
  * `traceContext`'s value checked: the local root span's attributes to read
@@ -79,33 +104,18 @@ function labelValue(v) {
 
 /** A span's label record: resolve() at a window's read (labels.js). */
 class SpanRecord {
-  constructor(traceId, spanId, span, root) {
+  constructor(traceId, spanId, attrs) {
     this.traceId = traceId;
     this.spanId = spanId;
-    /** the local root's record (this one for a root) */
-    this.root = root ?? this;
-    /** a root's span while it runs, then its final attributes */
-    this.span = root ? null : span;
-    this.attrs = null;
+    /** the local root span's attributes: the object the SDK's setAttribute() fills in place, read as it is then */
+    this.attrs = attrs;
     /** the labels' store while this record is current (labels.als), once entered */
     this.store = undefined;
   }
 
-  /** A root's attributes: the span's as they are now; once it has ended, kept and the span let go. */
-  attributes() {
-    const span = this.span;
-    if (!span) return this.attrs;
-    const attrs = span.attributes;
-    if (span.ended === true || span._ended === true) {
-      this.attrs = attrs && typeof attrs === 'object' ? attrs : null;
-      this.span = null;
-    }
-    return attrs && typeof attrs === 'object' ? attrs : null;
-  }
-
   resolve() {
     const out = { trace_id: this.traceId, span_id: this.spanId };
-    const attrs = this.root.attributes();
+    const attrs = this.attrs;
     if (attrs) {
       for (const name of attributes) {
         const v = labelValue(attrs[name]);
@@ -116,26 +126,29 @@ class SpanRecord {
   }
 }
 
-/** Drops the map entries whose records labels.js let go (amortized: at twice the size left). */
-function sweep() {
-  for (const map of [bySpanId, byTrace]) for (const [k, ref] of map) if (ref.deref() === undefined) map.delete(k);
-  sweepAt = Math.max(SWEEP_MIN, 2 * (bySpanId.size + byTrace.size));
-}
-
-/** The record of `span` (made on its first with()), or null: no span, or one whose context is not valid or not this process's. */
-function recordOf(span) {
+/**
+ * The record of `span` (made on its first with() through `manager`), or
+ * null: no span, or one whose context is not valid or not this process's.
+ */
+function recordOf(span, manager) {
   let rec = bySpan.get(span);
   if (rec !== undefined) return rec;
   rec = null;
   const sc = typeof span.spanContext === 'function' ? span.spanContext() : undefined;
   if (sc && !sc.isRemote && api.trace.isSpanContextValid(sc)) {
     const parent = span.parentSpanContext ?? (typeof span.parentSpanId === 'string' && span.parentSpanId ? { spanId: span.parentSpanId, isRemote: false } : undefined);
-    let root;
-    if (parent && !parent.isRemote) root = bySpanId.get(parent.spanId)?.deref()?.root ?? byTrace.get(sc.traceId)?.deref();
-    rec = new SpanRecord(sc.traceId, sc.spanId, span, root);
-    bySpanId.set(sc.spanId, new WeakRef(rec));
-    if (!root && !byTrace.has(sc.traceId)) byTrace.set(sc.traceId, new WeakRef(rec));
-    if (bySpanId.size + byTrace.size > sweepAt) sweep();
+    let attrs;
+    if (parent && !parent.isRemote) {
+      // a local parent: most often the active span (startActiveSpan, an instrumentation's child), else the trace's first root
+      const active = api.trace.getSpan(manager.active());
+      const up = active === undefined ? undefined : bySpan.get(active);
+      attrs = up && up.spanId === parent.spanId ? up.attrs : byTrace.get(sc.traceId);
+    }
+    if (attrs === undefined) {
+      attrs = span.attributes !== null && typeof span.attributes === 'object' ? span.attributes : null;
+      if (!byTrace.has(sc.traceId)) byTrace.set(sc.traceId, attrs);
+    }
+    rec = new SpanRecord(sc.traceId, sc.spanId, attrs);
   }
   bySpan.set(span, rec);
   return rec;
@@ -157,7 +170,7 @@ function wrap(manager) {
     let rec = null;
     try {
       const span = api.trace.getSpan(context);
-      rec = span ? recordOf(span) : null;
+      rec = span ? recordOf(span, this) : null;
     } catch {
       rec = null; // (a span that throws is left unlabelled, its with() untouched)
     }

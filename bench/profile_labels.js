@@ -1,0 +1,182 @@
+'use strict';
+// What request labels cost (docs/performance.md: Profiles). Needs root (or
+// CAP_BPF + CAP_PERFMON); the dd rows need the devDependency @datadog/pprof,
+// the OTel rows @opentelemetry/sdk-trace-base and instrumentation-http, the
+// load autocannon (npm install).
+//   ns:    per labelled context, in a child process per row, the median of
+//          ROUNDS runs of 200,000 calls (fn does nothing):
+//            als          AsyncLocalStorage.run: the floor
+//            withLabels   bpf.withLabels({ route }, fn) with a window running
+//            withLabels-await  the same around an async fn with one await
+//                         (Node 20 and 22: the labels' async hook runs at each callback)
+//            span         a span started, entered (context.with), ended: OTel alone
+//            span-traceContext  the same with profile({ traceContext: true }) collecting
+//            dd-setContext  @datadog/pprof's wall profiler, time.start({ withContexts: true }),
+//                         time.setContext({ spanId, rootSpanId }) (dd-trace's span context)
+//            dd-runWithContext  the same by time.runWithContext (useCPED: Node 24 on)
+//   req/s: a fastify service (this file, --serve ROW) pinned to CPU 0,
+//          autocannon on CPU 1 (10 connections), SECONDS a round, the rows
+//          in turn ROUNDS times, the median of each:
+//            none         no profiler, no labels
+//            profile      bpf.profile() at its default, windows of 5 s back to
+//                         back, each encoded as pprof (what a pull or a push does)
+//            labels       the same, every handler under withLabels({ route })
+//            otel         OpenTelemetry's http instrumentation, no profiler
+//            traceContext the same with profile({ traceContext: true }) and the labels
+//            dd           @datadog/pprof's wall profiler at 100 Hz, 5 s profiles
+//            dd-contexts  the same with withContexts and setContext per request
+//   node bench/profile_labels.js [--rounds N] [--seconds S] [--rows ns,none,...] [--json]
+const path = require('node:path');
+const { start, stop, waitLine, sleep, json } = require('./harness/procs');
+const { median } = require('./harness/numbers');
+
+const argv = process.argv.slice(2);
+const arg = (name, dflt) => (argv.includes(name) ? argv[argv.indexOf(name) + 1] : dflt);
+const ROUNDS = Number(arg('--rounds', 3));
+const SECONDS = Number(arg('--seconds', 5));
+const NS_ROWS = ['als', 'withLabels', 'withLabels-await', 'span', 'span-traceContext', 'dd-setContext', 'dd-runWithContext'];
+const HTTP_ROWS = ['none', 'profile', 'labels', 'otel', 'traceContext', 'dd', 'dd-contexts'];
+const CALLS = Number(arg("--calls", 200_000));
+const cpedNode = Number(process.versions.node.split('.')[0]) >= 24;
+
+/** OpenTelemetry set up as a service does: a provider, the async-hooks context manager, W3C propagation; http instrumented when `http`. */
+function otel({ http = false } = {}) {
+  const api = require('@opentelemetry/api');
+  const { BasicTracerProvider } = require('@opentelemetry/sdk-trace-base');
+  const { AsyncLocalStorageContextManager } = require('@opentelemetry/context-async-hooks');
+  const { W3CTraceContextPropagator } = require('@opentelemetry/core');
+  const provider = new BasicTracerProvider();
+  api.trace.setGlobalTracerProvider(provider);
+  api.propagation.setGlobalPropagator(new W3CTraceContextPropagator());
+  api.context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+  if (http) new (require('@opentelemetry/instrumentation-http').HttpInstrumentation)().setTracerProvider(provider);
+  return api;
+}
+
+/** Windows back to back while the process lives, each encoded as pprof. */
+async function windows(profiler) {
+  for (;;) {
+    const w = await profiler.collect({ seconds: 5 });
+    w.pprof('cpu');
+    w.pprof('offCpu');
+  }
+}
+
+/** `--ns ROW`: ns per call of the row's labelled context; one JSON line. */
+async function nsRow(row) {
+  const bpf = require('..');
+  const noop = () => 0;
+  let run;
+  let profiler;
+  if (row === 'als') {
+    const als = new (require('node:async_hooks').AsyncLocalStorage)();
+    run = () => als.run(1, noop);
+  } else if (row === 'withLabels' || row === 'withLabels-await') {
+    profiler = bpf.profile();
+    const fn = row === 'withLabels' ? noop : async () => await null;
+    const labels = { route: '/users/:id' };
+    run = () => bpf.withLabels(labels, fn);
+  } else if (row === 'span' || row === 'span-traceContext') {
+    if (row === 'span-traceContext') profiler = bpf.profile({ traceContext: true });
+    const api = otel();
+    const tracer = api.trace.getTracer('bench');
+    run = () => {
+      const span = tracer.startSpan('GET');
+      api.context.with(api.trace.setSpan(api.ROOT_CONTEXT, span), noop);
+      span.end();
+    };
+  } else if (row === 'dd-setContext' || row === 'dd-runWithContext') {
+    const { time } = require('@datadog/pprof');
+    const cped = row === 'dd-runWithContext';
+    if (cped && !cpedNode) return { row, skipped: 'runWithContext needs the AsyncContextFrame (Node 24 on)' };
+    time.start({ intervalMicros: 10_000, withContexts: true, useCPED: cped });
+    let id = 0;
+    run = cped ? () => time.runWithContext({ spanId: String(++id), rootSpanId: '1' }, noop) : () => time.setContext({ spanId: String(++id), rootSpanId: '1' });
+  } else throw new Error(`--ns: no row ${row}; the rows are ${NS_ROWS.join(', ')}`);
+  const collecting = profiler && profiler.collect({ seconds: 300 });
+  await sleep(200); // (the window attached)
+  const per = [];
+  for (let r = 0; r < 5; r++) {
+    const t = process.hrtime.bigint();
+    for (let i = 0; i < CALLS; i++) run();
+    if (row === 'withLabels-await') await sleep(0); // (the awaits' reactions run here, on the clock)
+    per.push(Number(process.hrtime.bigint() - t) / CALLS);
+  }
+  profiler?.close();
+  await collecting?.catch(() => {});
+  return { row, ns: median(per.slice(1)) };
+}
+
+/** `--serve ROW`: the service; prints {"port"} once it listens. */
+async function serve(row) {
+  const bpf = require('..');
+  if (row === 'otel' || row === 'traceContext') otel({ http: true });
+  if (row === 'profile' || row === 'labels' || row === 'traceContext') windows(bpf.profile(row === 'traceContext' ? { traceContext: true } : {}));
+  let dd;
+  if (row === 'dd' || row === 'dd-contexts') {
+    const { time } = require('@datadog/pprof');
+    time.start({ intervalMicros: 10_000, withContexts: row === 'dd-contexts' });
+    dd = time;
+    setInterval(() => time.stop(true), 5000);
+  }
+  const app = require('fastify')();
+  const labelled = row === 'labels' || row === 'traceContext';
+  let id = 0;
+  app.addHook('onRoute', (opts) => {
+    const handler = opts.handler;
+    if (labelled) opts.handler = (req, reply) => bpf.withLabels({ route: opts.url }, handler, req, reply);
+    else if (row === 'dd-contexts')
+      opts.handler = (req, reply) => {
+        dd.setContext({ spanId: String(++id), rootSpanId: String(id), endpoint: opts.url });
+        return handler(req, reply);
+      };
+  });
+  app.get('/users/:id', async (req) => {
+    let x = 0;
+    for (let i = 0; i < 200; i++) x += Math.sqrt(i);
+    return { id: req.params.id, x };
+  });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  console.log(JSON.stringify({ port: app.server.address().port }));
+}
+
+async function main() {
+  const rows = arg('--rows', [...NS_ROWS, ...HTTP_ROWS].join(',')).split(',');
+  for (const r of rows) if (!NS_ROWS.includes(r) && !HTTP_ROWS.includes(r)) throw new Error(`--rows: no row ${r}; the rows are ${[...NS_ROWS, ...HTTP_ROWS].join(', ')}`);
+  const out = { date: new Date().toISOString(), node: process.version, ns: {}, rps: {} };
+  for (const row of rows.filter((r) => NS_ROWS.includes(r))) {
+    const runs = [];
+    for (let r = 0; r < ROUNDS; r++) {
+      const child = start(process.execPath, [__filename, '--ns', row]);
+      runs.push(json(await waitLine(child, /^\{/, 60_000)));
+      await child.exited;
+    }
+    out.ns[row] = runs[0].skipped ? runs[0].skipped : +median(runs.map((x) => x.ns)).toFixed(1);
+    if (!argv.includes('--json')) console.log(`ns  ${row.padEnd(20)} ${out.ns[row]}`);
+  }
+  const httpRows = rows.filter((r) => HTTP_ROWS.includes(r));
+  const got = Object.fromEntries(httpRows.map((r) => [r, []]));
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const row of httpRows) {
+      const server = start('taskset', ['-c', '0', process.execPath, __filename, '--serve', row]);
+      try {
+        const { port } = json(await waitLine(server, /"port"/, 30_000));
+        await sleep(1000); // (the first window attached, fastify warm)
+        const load = start('taskset', ['-c', '1', process.execPath, require.resolve('autocannon/autocannon.js'), '-j', '-c', '10', '-d', String(SECONDS), `http://127.0.0.1:${port}/users/42`]);
+        const result = json(await waitLine(load, /^\{/, (SECONDS + 30) * 1000));
+        got[row].push(result.requests.average);
+      } finally {
+        await stop(server);
+      }
+    }
+  }
+  for (const row of httpRows) {
+    out.rps[row] = { median: Math.round(median(got[row])), runs: got[row].map(Math.round) };
+    if (!argv.includes('--json')) console.log(`req/s ${row.padEnd(14)} ${out.rps[row].median} (${out.rps[row].runs.join(', ')})`);
+  }
+  if (argv.includes('--json')) console.log(JSON.stringify(out));
+}
+
+if (argv[0] === '--ns') nsRow(argv[1]).then((r) => console.log(JSON.stringify(r)));
+else if (argv[0] === '--serve') serve(argv[1]);
+else main().then(() => process.exit(0), (err) => { console.error(err); process.exit(1); });
