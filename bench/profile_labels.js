@@ -16,7 +16,8 @@
 //            dd-runWithContext  the same by time.runWithContext (useCPED: Node 24 on)
 //   req/s: a fastify service (this file, --serve ROW) pinned to CPU 0,
 //          autocannon on CPU 1 (10 connections), SECONDS a round, the rows
-//          in turn ROUNDS times, the median of each:
+//          in turn ROUNDS times, the median of each, and of the server's CPU
+//          time per request (process, from /proc: the measure the host's load moves least):
 //            none         no profiler, no labels
 //            profile      bpf.profile() at its default, windows of 5 s back to
 //                         back, each encoded as pprof (what a pull or a push does)
@@ -27,7 +28,7 @@
 //            dd-contexts  the same with withContexts and setContext per request
 //   node bench/profile_labels.js [--rounds N] [--seconds S] [--rows ns,none,...] [--json]
 const path = require('node:path');
-const { start, stop, waitLine, sleep, json } = require('./harness/procs');
+const { start, stop, waitLine, sleep, json, procCpu } = require('./harness/procs');
 const { median } = require('./harness/numbers');
 
 const argv = process.argv.slice(2);
@@ -73,7 +74,7 @@ async function nsRow(row) {
     run = () => als.run(1, noop);
   } else if (row === 'withLabels' || row === 'withLabels-await') {
     profiler = bpf.profile();
-    const fn = row === 'withLabels' ? noop : async () => await null;
+    const fn = /** @type {() => unknown} */ (row === 'withLabels' ? noop : async () => await null);
     const labels = { route: '/users/:id' };
     run = () => bpf.withLabels(labels, fn);
   } else if (row === 'span' || row === 'span-traceContext') {
@@ -124,20 +125,20 @@ async function serve(row) {
   let id = 0;
   app.addHook('onRoute', (opts) => {
     const handler = opts.handler;
-    if (labelled) opts.handler = (req, reply) => bpf.withLabels({ route: opts.url }, handler, req, reply);
+    if (labelled) opts.handler = function (req, reply) { return bpf.withLabels({ route: opts.url }, handler, req, reply); };
     else if (row === 'dd-contexts')
-      opts.handler = (req, reply) => {
+      opts.handler = function (req, reply) {
         dd.setContext({ spanId: String(++id), rootSpanId: String(id), endpoint: opts.url });
-        return handler(req, reply);
+        return handler.call(this, req, reply);
       };
   });
-  app.get('/users/:id', async (req) => {
+  app.get('/users/:id', async (/** @type {any} */ req) => {
     let x = 0;
     for (let i = 0; i < 200; i++) x += Math.sqrt(i);
     return { id: req.params.id, x };
   });
   await app.listen({ port: 0, host: '127.0.0.1' });
-  console.log(JSON.stringify({ port: app.server.address().port }));
+  console.log(JSON.stringify({ port: /** @type {import('node:net').AddressInfo} */ (app.server.address()).port }));
 }
 
 async function main() {
@@ -162,17 +163,19 @@ async function main() {
       try {
         const { port } = json(await waitLine(server, /"port"/, 30_000));
         await sleep(1000); // (the first window attached, fastify warm)
+        const cpu0 = procCpu(server.pid);
         const load = start('taskset', ['-c', '1', process.execPath, require.resolve('autocannon/autocannon.js'), '-j', '-c', '10', '-d', String(SECONDS), `http://127.0.0.1:${port}/users/42`]);
         const result = json(await waitLine(load, /^\{/, (SECONDS + 30) * 1000));
-        got[row].push(result.requests.average);
+        // (the server's CPU time a request: what the host's other load moves least)
+        got[row].push({ rps: result.requests.average, us: ((procCpu(server.pid) - cpu0) * 1e6) / result.requests.total });
       } finally {
         await stop(server);
       }
     }
   }
   for (const row of httpRows) {
-    out.rps[row] = { median: Math.round(median(got[row])), runs: got[row].map(Math.round) };
-    if (!argv.includes('--json')) console.log(`req/s ${row.padEnd(14)} ${out.rps[row].median} (${out.rps[row].runs.join(', ')})`);
+    out.rps[row] = { median: Math.round(median(got[row].map((g) => g.rps))), runs: got[row].map((g) => Math.round(g.rps)), cpuUs: +median(got[row].map((g) => g.us)).toFixed(1) };
+    if (!argv.includes('--json')) console.log(`req/s ${row.padEnd(14)} ${out.rps[row].median} (${out.rps[row].runs.join(', ')}); CPU ${out.rps[row].cpuUs} µs a request`);
   }
   if (argv.includes('--json')) console.log(JSON.stringify(out));
 }
