@@ -6,6 +6,7 @@
 //   ns:    per labelled context, in a child process per row, the median of
 //          ROUNDS runs of 200,000 calls (fn does nothing):
 //            als          AsyncLocalStorage.run: the floor
+//            als-await    the same around an async fn with one await, no profiler
 //            withLabels   bpf.withLabels({ route }, fn) with a window running
 //            withLabels-await  the same around an async fn with one await
 //                         (Node 20 and 22: the labels' async hook runs at each callback)
@@ -35,7 +36,7 @@ const argv = process.argv.slice(2);
 const arg = (name, dflt) => (argv.includes(name) ? argv[argv.indexOf(name) + 1] : dflt);
 const ROUNDS = Number(arg('--rounds', 3));
 const SECONDS = Number(arg('--seconds', 5));
-const NS_ROWS = ['als', 'withLabels', 'withLabels-await', 'span', 'span-traceContext', 'dd-setContext', 'dd-runWithContext'];
+const NS_ROWS = ['als', 'als-await', 'withLabels', 'withLabels-await', 'span', 'span-traceContext', 'dd-setContext', 'dd-runWithContext'];
 const HTTP_ROWS = ['none', 'profile', 'labels', 'otel', 'traceContext', 'dd', 'dd-contexts'];
 const CALLS = Number(arg("--calls", 200_000));
 const cpedNode = Number(process.versions.node.split('.')[0]) >= 24;
@@ -69,9 +70,10 @@ async function nsRow(row) {
   const noop = () => 0;
   let run;
   let profiler;
-  if (row === 'als') {
+  if (row === 'als' || row === 'als-await') {
     const als = new (require('node:async_hooks').AsyncLocalStorage)();
-    run = () => als.run(1, noop);
+    const fn = /** @type {() => unknown} */ (row === 'als' ? noop : async () => await null);
+    run = () => als.run(1, fn);
   } else if (row === 'withLabels' || row === 'withLabels-await') {
     profiler = bpf.profile();
     const fn = /** @type {() => unknown} */ (row === 'withLabels' ? noop : async () => await null);
@@ -100,7 +102,7 @@ async function nsRow(row) {
   for (let r = 0; r < 5; r++) {
     const t = process.hrtime.bigint();
     for (let i = 0; i < CALLS; i++) run();
-    if (row === 'withLabels-await') await sleep(0); // (the awaits' reactions run here, on the clock)
+    if (row.endsWith('-await')) await sleep(0); // (the awaits' reactions run here, on the clock)
     per.push(Number(process.hrtime.bigint() - t) / CALLS);
   }
   profiler?.close();
