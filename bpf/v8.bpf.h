@@ -55,6 +55,17 @@
 #define V8_FN_MAPS 2
 /* a user-space address on x86_64 and arm64 (kernel addresses have the top bit set) */
 #define V8_USER_ADDR(a) ((a) > 0x1000 && (a) < (1ULL << 56))
+#if defined(__TARGET_ARCH_arm64)
+/*
+ * a saved return address without its pointer-authentication code: code built with branch
+ * protection (paciasp: node's, on a CPU with pointer authentication) signs lr in bits 48-54
+ * before it stores it; the kernel's user stacks strip it. A user address (bit 55 clear) only:
+ * user space has 48 address bits
+ */
+#define V8_RET(a) ((a) & (1ULL << 55) ? (a) : (a) & ((1ULL << 48) - 1))
+#else
+#define V8_RET(a) (a)
+#endif
 
 /* the layout of each traced node process, by the kernel's tgid (user space fills it) */
 struct {
@@ -93,7 +104,7 @@ struct v8_scratch {
 	__u64 fp;		/* its frame pointer */
 	__u64 hash;		/* of the frames so far */
 	__u32 js;		/* JS frames so far */
-	__u32 at_entry;		/* frame 0's pc is a builtin's first instruction, called from its caller's code (x86_64) */
+	__u32 at_entry;		/* frame 0's pc is a builtin's first instruction, called from its caller's code (x86_64: [sp], arm64: lr) */
 	struct v8_layout layout;	/* the process's, copied once per walk (a per-CPU array lookup per frame, not a hash one) */
 	__u64 window[V8_WINDOW_MASK + 1];
 	__u64 head[V8_HEAD_WORDS];	/* a JSFunction's first words: its map, shared and code (or dispatch handle) in one read */
@@ -281,7 +292,7 @@ __attribute__((noinline)) int v8_walk_frame(__u32 i, __u32 slot)
 	hash = (hash ^ f->slot) * 1099511628211ULL;
 	s->hash = hash;
 	next = s->window[V8_WINDOW_WORDS - 2];
-	ret = s->window[V8_WINDOW_WORDS - 1];
+	ret = V8_RET(s->window[V8_WINDOW_WORDS - 1]);
 	if (next <= fp || next - fp >= V8_FRAME_SPAN || !V8_USER_ADDR(ret))
 		return V8_FRAME_LAST;
 	s->fp = next;
@@ -290,11 +301,11 @@ __attribute__((noinline)) int v8_walk_frame(__u32 i, __u32 slot)
 }
 
 /*
- * Walks the user stack of process `tgid` from its registers (pc, fp, sp),
- * in scratch `slot` (SCRATCH_SLOT_*: the program's kind): the key of the walked stack in v8_stacks, or 0 (no layout for the
- * process, no JS frame found, the table full).
+ * Walks the user stack of process `tgid` from its registers (pc, fp, sp; lr: arm64's x30, or 0
+ * where it is not known), in scratch `slot` (SCRATCH_SLOT_*: the program's kind): the key of the
+ * walked stack in v8_stacks, or 0 (no layout for the process, no JS frame found, the table full).
  */
-static __always_inline __u64 v8_walk(__u32 tgid, __u64 pc, __u64 fp, __u64 sp, __u32 slot)
+static __always_inline __u64 v8_walk_lr(__u32 tgid, __u64 pc, __u64 fp, __u64 sp, __u64 lr, __u32 slot)
 {
 	struct v8_layout *l = bpf_map_lookup_elem(&v8_layouts, &tgid);
 	__u32 depth = 0;
@@ -335,6 +346,8 @@ static __always_inline __u64 v8_walk(__u32 tgid, __u64 pc, __u64 fp, __u64 sp, _
 		w0 = s->window[0];
 		w1 = s->window[1];
 	}
+	w1 = V8_RET(w1);
+	lr = V8_RET(lr);
 	if (w0 == fp && V8_USER_ADDR(w1))
 		s->stack.entered_ret = w1;
 #if defined(__TARGET_ARCH_x86)
@@ -346,6 +359,18 @@ static __always_inline __u64 v8_walk(__u32 tgid, __u64 pc, __u64 fp, __u64 sp, _
 	 */
 	else if (pc >= l->exe_start && pc < l->exe_end && V8_USER_ADDR(w0)) {
 		s->stack.entered_ret = w0;
+		s->at_entry = 1;
+		at_entry = true;
+	}
+#elif defined(__TARGET_ARCH_arm64)
+	/*
+	 * the same on arm64, where bl leaves the return address in x30 (lr), not on the stack: at a
+	 * builtin's first instruction (nothing stored yet) the caller's return address is lr, in JIT
+	 * code (outside node's). Kept and named under the same conditions (lr holds the last call's
+	 * return address anywhere else)
+	 */
+	else if (pc >= l->exe_start && pc < l->exe_end && V8_USER_ADDR(lr) && (lr < l->exe_start || lr >= l->exe_end)) {
+		s->stack.entered_ret = lr;
 		s->at_entry = 1;
 		at_entry = true;
 	}
@@ -381,12 +406,27 @@ static __always_inline __u64 v8_walk(__u32 tgid, __u64 pc, __u64 fp, __u64 sp, _
 	return hash;
 }
 
+/* the walk from registers without lr (a program's own context; x86_64 needs none) */
+static __always_inline __u64 v8_walk(__u32 tgid, __u64 pc, __u64 fp, __u64 sp, __u32 slot)
+{
+	return v8_walk_lr(tgid, pc, fp, sp, 0, slot);
+}
+
+/* lr (x30) of user registers: arm64's return address at a function's entry; 0 elsewhere (x86_64's is on the stack) */
+#if defined(__TARGET_ARCH_arm64)
+#define V8_LR(regs) PT_REGS_RET(regs)
+#define V8_LR_CORE(regs) PT_REGS_RET_CORE(regs)
+#else
+#define V8_LR(regs) 0
+#define V8_LR_CORE(regs) 0
+#endif
+
 /* the walk from user registers saved in kernel memory (a task's pt_regs) */
 static __always_inline __u64 v8_walk_kregs(__u32 tgid, struct pt_regs *regs, __u32 slot)
 {
 	if (!regs)
 		return 0;
-	return v8_walk(tgid, PT_REGS_IP_CORE(regs), PT_REGS_FP_CORE(regs), PT_REGS_SP_CORE(regs), slot);
+	return v8_walk_lr(tgid, PT_REGS_IP_CORE(regs), PT_REGS_FP_CORE(regs), PT_REGS_SP_CORE(regs), V8_LR_CORE(regs), slot);
 }
 
 /* the walk of `task` (a BTF pointer: tp_btf's arguments) from the user registers it entered the kernel with */
@@ -409,7 +449,7 @@ static __always_inline __u64 v8_walk_sample(__u32 tgid, struct bpf_perf_event_da
 	__u64 pc = PT_REGS_IP(&ctx->regs);
 
 	if (V8_USER_ADDR(pc))
-		return v8_walk(tgid, pc, PT_REGS_FP(&ctx->regs), PT_REGS_SP(&ctx->regs), SCRATCH_SLOT_EVENT);
+		return v8_walk_lr(tgid, pc, PT_REGS_FP(&ctx->regs), PT_REGS_SP(&ctx->regs), V8_LR(&ctx->regs), SCRATCH_SLOT_EVENT);
 	return v8_walk_current(tgid, SCRATCH_SLOT_EVENT);
 }
 

@@ -47,8 +47,8 @@ struct v8_layout {
 	__u64 interp_end[V8_INTERP_RANGES];
 	/*
 	 * node's own code in this process (the span of its executable mappings: the embedded
-	 * builtins, the C++), or 0, 0: a pc there under a JS frame 0 (x86_64) is taken for a
-	 * builtin's first instruction, the return address at sp (entered_ret)
+	 * builtins, the C++), or 0, 0: a pc there under a JS frame 0 is taken for a builtin's
+	 * first instruction, the return address at sp (x86_64) or in lr (arm64) (entered_ret)
 	 */
 	__u64 exe_start;
 	__u64 exe_end;
@@ -69,9 +69,9 @@ struct v8_stack {
 	__u32 flags;		/* V8_STACK_* */
 	__u64 entered_ret;	/* the innermost pc in a function's first instructions (fp pushed, not yet
 				 * moved: the word at sp is fp): the return address above it, into the
-				 * function of frame 0's fp; or (x86_64) the pc in node's code under a JS
-				 * frame 0, at a builtin's first instruction (fp not pushed yet): the word
-				 * at sp; else 0 */
+				 * function of frame 0's fp; or the pc in node's code under a JS frame 0, at
+				 * a builtin's first instruction (fp not pushed yet): the word at sp (x86_64)
+				 * or lr (arm64); else 0 */
 	struct v8_frame frames[V8_MAX_FRAMES];
 };
 
