@@ -526,7 +526,7 @@ describe('which pc: the sampled one for the innermost frame, pc - 1 (the call) f
         // no line from that pc; with the return address the walk read at sp, the call's line, `entered`
         const builtinPc = walked.flatMap((st) => st.frames).find((g) => !g.sfi && names.inBinary(Number(g.pc)) && !names.interpreted(Number(g.pc)))?.pc;
         assert.ok(builtinPc, "a walked pc in the node binary's builtins");
-        const [lost] = v8.namesOf(pid, [{ ...found.f, pc: builtinPc, innermost: true }]);
+        const [lost] = v8.namesOf(pid, [{ ...found.f, enteredRet: undefined, pc: builtinPc, innermost: true }]);
         // (no line from that pc: the line where the function starts, as V8's profiler gives it, and why)
         assert.deepEqual([lost?.[0]?.line, /where the function starts/.test(lost?.[0]?.reason ?? '')], [lineOf(names.function(Number(found.f.sfi)).lineEnds, names.function(Number(found.f.sfi)).start)?.line, true], `the start line at a builtin's pc: ${JSON.stringify(lost)}`);
         const [entered] = v8.namesOf(pid, [{ ...found.f, pc: builtinPc, enteredRet: found.pc, innermost: true }]);

@@ -74,9 +74,11 @@ function prebuildFixtures() {
   const { buildFixture } = require('../../__test__/helpers');
   return fs
     .readdirSync(path.join(ROOT, '__test__', 'fixtures'))
-    .map((f) => /^(.*)\.(c|cpp)$/.exec(f)?.[1])
+    .map((f) => /^(.*)\.(c|cpp)$/.exec(f))
     .filter(Boolean)
-    .flatMap((name) => [buildFixture(name), ...(FIXTURE_FLAGS[name] ?? []).map((flags) => buildFixture(name, flags))]);
+    // (a library a host test LD_PRELOADs has no main: not a program, and no VM test runs it)
+    .filter((m) => /\bmain\s*\(/.test(fs.readFileSync(path.join(ROOT, '__test__', 'fixtures', m[0]), 'utf8')))
+    .flatMap(([, name]) => [buildFixture(name), ...(FIXTURE_FLAGS[name] ?? []).map((flags) => buildFixture(name, flags))]);
 }
 
 module.exports = { ensureTools, ensureBuilt, prebuildFixtures };
