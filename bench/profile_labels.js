@@ -24,9 +24,15 @@
 //                         back, each encoded as pprof (what a pull or a push does)
 //            labels       the same, every handler under withLabels({ route })
 //            otel         OpenTelemetry's http instrumentation, no profiler
-//            traceContext the same with profile({ traceContext: true }) and the labels
+//            otel-labels  the same with bpf.profile() and the labels
+//            traceContext the same with profile({ traceContext: true })
 //            dd           @datadog/pprof's wall profiler at 100 Hz, 5 s profiles
 //            dd-contexts  the same with withContexts and setContext per request
+//   paired: one service (OTel's http instrumentation, bpf.profile()'s windows
+//          running) switched every second between off, labels (withLabels)
+//          and traceContext (the labels and the trace context): each mode's
+//          seconds against the off ones beside them (the host's load moves
+//          both alike)
 //   node bench/profile_labels.js [--rounds N] [--seconds S] [--rows ns,none,...] [--json]
 const path = require('node:path');
 const { start, stop, waitLine, sleep, json, procCpu } = require('./harness/procs');
@@ -37,7 +43,7 @@ const arg = (name, dflt) => (argv.includes(name) ? argv[argv.indexOf(name) + 1] 
 const ROUNDS = Number(arg('--rounds', 3));
 const SECONDS = Number(arg('--seconds', 5));
 const NS_ROWS = ['als', 'als-await', 'withLabels', 'withLabels-await', 'span', 'span-traceContext', 'dd-setContext', 'dd-runWithContext'];
-const HTTP_ROWS = ['none', 'profile', 'labels', 'otel', 'traceContext', 'dd', 'dd-contexts'];
+const HTTP_ROWS = ['none', 'profile', 'labels', 'otel', 'otel-labels', 'traceContext', 'dd', 'dd-contexts', 'paired'];
 const CALLS = Number(arg("--calls", 200_000));
 const cpedNode = Number(process.versions.node.split('.')[0]) >= 24;
 
@@ -113,8 +119,28 @@ async function nsRow(row) {
 /** `--serve ROW`: the service; prints {"port"} once it listens. */
 async function serve(row) {
   const bpf = require('..');
-  if (row === 'otel' || row === 'traceContext') otel({ http: true });
-  if (row === 'profile' || row === 'labels' || row === 'traceContext') windows(bpf.profile(row === 'traceContext' ? { traceContext: true } : {}));
+  // paired: one service, OpenTelemetry on, a profiler's windows running; the mode switched each second on stdin
+  const mode = { labels: false, requests: 0 };
+  if (row === 'paired') {
+    otel({ http: true });
+    windows(bpf.profile());
+    // (what profile({ traceContext: true }) does, switched on and off)
+    const traceContext = require('../lib/service/trace_context');
+    let stopTrace = traceContext.start(traceContext.checkOption(true));
+    stopTrace();
+    require('node:readline')
+      .createInterface({ input: process.stdin })
+      .on('line', (line) => {
+        const next = line.trim();
+        stopTrace();
+        mode.labels = next !== 'off';
+        if (next === 'traceContext') stopTrace = traceContext.start(['http.route']);
+        const { user, system } = process.cpuUsage();
+        console.log(JSON.stringify({ requests: mode.requests, cpuUs: user + system }));
+      });
+  }
+  if (row === 'otel' || row === 'otel-labels' || row === 'traceContext') otel({ http: true });
+  if (row === 'profile' || row === 'labels' || row === 'otel-labels' || row === 'traceContext') windows(bpf.profile(row === 'traceContext' ? { traceContext: true } : {}));
   let dd;
   if (row === 'dd' || row === 'dd-contexts') {
     const { time } = require('@datadog/pprof');
@@ -123,11 +149,16 @@ async function serve(row) {
     setInterval(() => time.stop(true), 5000);
   }
   const app = require('fastify')();
-  const labelled = row === 'labels' || row === 'traceContext';
+  app.addHook('onResponse', (req, reply, done) => {
+    mode.requests++;
+    done();
+  });
+  const labelled = row === 'labels' || row === 'otel-labels' || row === 'traceContext';
+  const labelling = () => labelled || mode.labels;
   let id = 0;
   app.addHook('onRoute', (opts) => {
     const handler = opts.handler;
-    if (labelled) opts.handler = function (req, reply) { return bpf.withLabels({ route: opts.url }, handler, req, reply); };
+    if (labelled || row === 'paired') opts.handler = function (req, reply) { return labelling() ? bpf.withLabels({ route: opts.url }, handler, req, reply) : handler(req, reply); };
     else if (row === 'dd-contexts')
       opts.handler = function (req, reply) {
         dd.setContext({ spanId: String(++id), rootSpanId: String(id), endpoint: opts.url });
@@ -157,7 +188,7 @@ async function main() {
     out.ns[row] = runs[0].skipped ? runs[0].skipped : +median(runs.map((x) => x.ns)).toFixed(1);
     if (!argv.includes('--json')) console.log(`ns  ${row.padEnd(20)} ${out.ns[row]}`);
   }
-  const httpRows = rows.filter((r) => HTTP_ROWS.includes(r));
+  const httpRows = rows.filter((r) => HTTP_ROWS.includes(r) && r !== 'paired');
   const got = Object.fromEntries(httpRows.map((r) => [r, []]));
   for (let round = 0; round < ROUNDS; round++) {
     for (const row of httpRows) {
@@ -175,11 +206,58 @@ async function main() {
       }
     }
   }
+  if (rows.includes('paired')) out.paired = await paired();
   for (const row of httpRows) {
     out.rps[row] = { median: Math.round(median(got[row].map((g) => g.rps))), runs: got[row].map((g) => Math.round(g.rps)), cpuUs: +median(got[row].map((g) => g.us)).toFixed(1) };
     if (!argv.includes('--json')) console.log(`req/s ${row.padEnd(14)} ${out.rps[row].median} (${out.rps[row].runs.join(', ')}); CPU ${out.rps[row].cpuUs} µs a request`);
   }
   if (argv.includes('--json')) console.log(JSON.stringify(out));
+}
+
+/**
+ * The paired row: one service under one load, its mode switched every
+ * second (off, labels, traceContext in turn, ROUNDS * SECONDS times); each
+ * mode's seconds against the off seconds beside them: req/s and the
+ * process's CPU per request, medians of the pairs.
+ */
+async function paired() {
+  const MODES = ['off', 'labels', 'traceContext'];
+  const server = start('taskset', ['-c', '0', process.execPath, __filename, '--serve', 'paired']);
+  try {
+    const { port } = json(await waitLine(server, /"port"/, 30_000));
+    const seconds = ROUNDS * SECONDS * MODES.length;
+    const load = start('taskset', ['-c', '1', process.execPath, require.resolve('autocannon/autocannon.js'), '-j', '-c', '10', '-d', String(seconds + 3), `http://127.0.0.1:${port}/users/42`]);
+    await sleep(2000); // (warm)
+    let from = server.lines.length;
+    const read = async (mode) => {
+      server.stdin.write(`${mode}\n`);
+      const l = json(await waitLine(server, /"requests"/, 10_000, from));
+      from = server.lines.length;
+      return { ...l, at: process.hrtime.bigint() };
+    };
+    const per = Object.fromEntries(MODES.map((m) => [m, []]));
+    let last = await read(MODES[0]);
+    for (let i = 0; i < seconds; i++) {
+      const mode = MODES[i % MODES.length];
+      const next = MODES[(i + 1) % MODES.length];
+      await sleep(1000);
+      const now = await read(next);
+      const n = now.requests - last.requests;
+      per[mode].push({ rps: (n * 1e9) / Number(now.at - last.at), us: (now.cpuUs - last.cpuUs) / n });
+      last = now;
+    }
+    await stop(load);
+    const result = {};
+    for (const mode of MODES) {
+      // each second against the off second of its triple
+      const vs = per[mode].map((x, i) => ({ rps: x.rps / per.off[i].rps - 1, us: x.us - per.off[i].us }));
+      result[mode] = { rps: Math.round(median(per[mode].map((x) => x.rps))), cpuUs: +median(per[mode].map((x) => x.us)).toFixed(1), vsOff: { rps: `${(100 * median(vs.map((v) => v.rps))).toFixed(1)}%`, cpuUs: +median(vs.map((v) => v.us)).toFixed(1) }, pairs: per[mode].length };
+      if (!argv.includes('--json')) console.log(`paired ${mode.padEnd(13)} ${result[mode].rps} req/s, CPU ${result[mode].cpuUs} µs a request; against off: ${result[mode].vsOff.rps} req/s, ${result[mode].vsOff.cpuUs >= 0 ? '+' : ''}${result[mode].vsOff.cpuUs} µs (${result[mode].pairs} pairs)`);
+    }
+    return result;
+  } finally {
+    await stop(server);
+  }
 }
 
 if (argv[0] === '--ns') nsRow(argv[1]).then((r) => console.log(JSON.stringify(r)));
