@@ -158,7 +158,7 @@ async function serve(row) {
   let id = 0;
   app.addHook('onRoute', (opts) => {
     const handler = opts.handler;
-    if (labelled || row === 'paired') opts.handler = function (req, reply) { return labelling() ? bpf.withLabels({ route: opts.url }, handler, req, reply) : handler(req, reply); };
+    if (labelled || row === 'paired') opts.handler = function (req, reply) { return labelling() ? bpf.withLabels({ route: opts.url }, handler.bind(this), req, reply) : handler.call(this, req, reply); };
     else if (row === 'dd-contexts')
       opts.handler = function (req, reply) {
         dd.setContext({ spanId: String(++id), rootSpanId: String(id), endpoint: opts.url });
