@@ -15,7 +15,8 @@
  * when a window is read, so an `http.route` set as the request ends is
  * there. A manager registered before or after profile() is wrapped (the
  * latter through this copy of @opentelemetry/api's setGlobalContextManager:
- * one copy in node_modules, as its peer dependency asks).
+ * one copy in node_modules, as its peer dependency asks). A with() of a
+ * context without a span keeps the labels it runs under.
  *
  * The local root span is the first span of the trace in this process: a
  * span whose parent is remote or absent (sdk-trace-base's
