@@ -22,7 +22,7 @@
  * span whose parent is remote or absent (sdk-trace-base's
  * parentSpanContext, or parentSpanId for 1.x spans), else its parent's
  * root when the parent is the active span as the child is entered (as
- * startActiveSpan and the instrumentations make them), else the first
+ * startActiveSpan and the instrumentations make them), else the latest
  * local root of that trace seen (among the last 32,768-65,536 traces). A record keeps the ids and its
  * root's attributes object (sdk-trace-base's setAttribute() fills it in
  * place), not the span.
@@ -35,7 +35,7 @@ const DEFAULT_ATTRIBUTES = ['http.route'];
 const NAME = /^[A-Za-z_][A-Za-z0-9_.]*$/;
 const RESERVED = ['trace_id', 'span_id'];
 const MAX_VALUE = 256;
-/** The traces whose first local root is kept, at least half of them (a child whose parent is not the active span takes it, else is its own root) */
+/** The traces whose latest local root is kept, at least half of them (a child whose parent is not the active span takes it, else is its own root) */
 const MAX_SPANS = 65536;
 const WRAPPED = Symbol('node-libbpf trace context');
 
@@ -49,10 +49,6 @@ class Recent {
   get(key) {
     const v = this.now.get(key);
     return v !== undefined ? v : this.old.get(key);
-  }
-
-  has(key) {
-    return this.now.has(key) || this.old.has(key);
   }
 
   set(key, value) {
@@ -70,7 +66,7 @@ const users = new Map();
 let attributes = [];
 /** span -> its record (null: a span with no valid, local context) */
 const bySpan = new WeakMap();
-/** traceId -> its first local root's attributes (the newest MAX_SPANS traces): a child's root where its parent is not the active span */
+/** traceId -> its latest local root's attributes (the newest MAX_SPANS traces): a child's root where its parent is not the active span */
 const byTrace = new Recent();
 
 /**
@@ -140,14 +136,14 @@ function recordOf(span, manager) {
     const parent = span.parentSpanContext ?? (typeof span.parentSpanId === 'string' && span.parentSpanId ? { spanId: span.parentSpanId, isRemote: false } : undefined);
     let attrs;
     if (parent && !parent.isRemote) {
-      // a local parent: most often the active span (startActiveSpan, an instrumentation's child), else the trace's first root
+      // a local parent: most often the active span (startActiveSpan, an instrumentation's child), else the trace's latest root
       const active = api.trace.getSpan(manager.active());
       const up = active === undefined ? undefined : bySpan.get(active);
       attrs = up && up.spanId === parent.spanId ? up.attrs : byTrace.get(sc.traceId);
     }
     if (attrs === undefined) {
       attrs = span.attributes !== null && typeof span.attributes === 'object' ? span.attributes : null;
-      if (!byTrace.has(sc.traceId)) byTrace.set(sc.traceId, attrs);
+      if (!parent || parent.isRemote) byTrace.set(sc.traceId, attrs);
     }
     rec = new SpanRecord(sc.traceId, sc.spanId, attrs);
   }
