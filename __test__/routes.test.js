@@ -182,6 +182,42 @@ describe('which route costs what', { skip, timeout: 120_000 }, () => {
     t.diagnostic(checkTraces(w, { offCpu: false }));
   });
 
+  test("traceContext's records as getLabels() resolves them: the local root through a remote parent, a child, a child entered outside its parent, a route set late, a profiler closed", async () => {
+    const bpf = require('..');
+    const api = require('@opentelemetry/api');
+    const { BasicTracerProvider } = require('@opentelemetry/sdk-trace-base');
+    const { AsyncLocalStorageContextManager } = require('@opentelemetry/context-async-hooks');
+    const profiler = bpf.profile({ traceContext: ['http.route', 'tenant'], offCpu: false });
+    api.trace.setGlobalTracerProvider(new BasicTracerProvider());
+    api.context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+    const tracer = api.trace.getTracer('routes.test');
+    const remote = api.trace.setSpanContext(api.ROOT_CONTEXT, { traceId: '0af7651916cd43dd8448eb211c80319c', spanId: 'b7ad6b7169203331', traceFlags: 1, isRemote: true });
+    const server = tracer.startSpan('GET', { attributes: { tenant: 'acme', 'http.route': 'x'.repeat(300) } }, remote);
+    const id = (s) => ({ trace_id: s.spanContext().traceId, span_id: s.spanContext().spanId });
+    let orphan;
+    await api.context.with(api.trace.setSpan(remote, server), async () => {
+      await null;
+      assert.deepEqual({ ...bpf.getLabels() }, { ...id(server), tenant: 'acme', 'http.route': 'x'.repeat(256) }, 'the server span is the local root (its parent remote); a value cut to 256');
+      server.setAttribute('http.route', '/users/:id');
+      await bpf.withLabels({ route: 'B' }, () =>
+        tracer.startActiveSpan('db', async (child) => {
+          await null;
+          assert.deepEqual({ ...bpf.getLabels() }, { ...id(child), tenant: 'acme', 'http.route': '/users/:id', route: 'B' }, "a child: its ids, its root's attributes, the labels it was entered under");
+          child.end();
+        }),
+      );
+      orphan = tracer.startSpan('later', {}, api.context.active());
+      assert.deepEqual({ ...bpf.getLabels() }, { ...id(server), tenant: 'acme', 'http.route': '/users/:id' });
+      api.context.with(api.ROOT_CONTEXT, () => assert.equal(bpf.getLabels().span_id, server.spanContext().spanId, 'a context without a span keeps the labels it runs under'));
+    });
+    // entered where its parent is not the active span: the trace's root all the same
+    api.context.with(api.trace.setSpan(api.ROOT_CONTEXT, orphan), () => assert.deepEqual({ ...bpf.getLabels() }, { ...id(orphan), tenant: 'acme', 'http.route': '/users/:id' }));
+    assert.deepEqual({ ...bpf.getLabels() }, {}, 'outside every span');
+    profiler.close();
+    const after = tracer.startSpan('after close');
+    api.context.with(api.trace.setSpan(api.ROOT_CONTEXT, after), () => assert.deepEqual({ ...bpf.getLabels() }, {}, 'no profiler asks: with() is left alone'));
+  });
+
   test('traceContext: a bad value, and no @opentelemetry/api: coded errors that name the fix', () => {
     const bpf = require('..');
     for (const value of [1, 'not a name', ['http.route', 2], 'span_id', {}]) {
