@@ -119,6 +119,26 @@ describe('labels: the API', () => {
     const { labels: got } = labels.resolveIds([id]);
     assert.deepEqual(got.get(id), { service: 's', trace_id: 'a'.repeat(32), 'http.route': '/users/:id' });
   });
+
+  test("a request's lazy records (and the sets made over them) are forgotten half a minute after their last use (or the longest window's length), a route's set after ten minutes", () => {
+    const route = bpf.withLabels({ route: 'kept' }, () => labels.als.getStore() & labels.MAX_ID);
+    const requests = [];
+    for (let i = 0; i < 1000; i++) {
+      requests.push(labels.withLazyLabels({ resolve: () => ({ span_id: String(i) }) }, () => bpf.withLabels({ step: 'b' }, () => labels.als.getStore() & labels.MAX_ID)));
+    }
+    const real = Date.now;
+    try {
+      // (a window's read resolves its ids, then prunes)
+      Date.now = () => real() + labels.LAZY_PRUNE_MS + 20_000;
+      assert.deepEqual(labels.resolveIds([route]).labels.get(route), { route: 'kept' });
+      assert.equal(labels.resolveIds(requests).expired, requests.length);
+      Date.now = () => real() + labels.LAZY_PRUNE_MS + 20_000 + labels.PRUNE_MS + 1000;
+      labels.resolveIds([]);
+      assert.equal(labels.resolveIds([route]).expired, 1);
+    } finally {
+      Date.now = real;
+    }
+  });
 });
 
 describe('labels: taken at the sample', { skip: asRoot }, () => {

@@ -20,7 +20,10 @@
  * Ids stay resolvable while they are used: one not entered and not seen
  * in a window's samples for PRUNE_MS is dropped (a sample that still
  * carries it gets no labels and a note); ids are never reused before the
- * 2^24 of them have gone round.
+ * 2^24 of them have gone round. A lazy record (one a request, a span) and
+ * those made over it go sooner: after LAZY_PRUNE_MS, or the longest window
+ * collected and 10 s more, checked every 10 s: a busy service's requests
+ * are held for half a minute or so, not ten minutes.
  */
 const { AsyncLocalStorage, createHook } = require('node:async_hooks');
 const { codedError } = require('../core/validate');
@@ -37,6 +40,10 @@ const SCAN_BYTES = 16384;
 const MAX_KEYS = 64;
 const MAX_VALUE = 256;
 const PRUNE_MS = 10 * 60 * 1000;
+const LAZY_PRUNE_MS = 30 * 1000;
+/** How long a lazy record is kept unused: LAZY_PRUNE_MS, or the longest window asked for (holdFor) and 10 s more. */
+let lazyAge = LAZY_PRUNE_MS;
+let ticks = 0;
 /** How deep a chain of records (labels over a lazy record) is resolved. */
 const MAX_DEPTH = 32;
 const KEY = /^[A-Za-z_][A-Za-z0-9_.]*$/;
@@ -70,6 +77,17 @@ const saved = [];
 
 function tick() {
   now = Date.now();
+}
+
+/** The clock's second: the time, and every 10 s the lazy records' pruning (a window's read prunes too). */
+function second() {
+  tick();
+  if (++ticks % 10 === 0) prune(PRUNE_MS);
+}
+
+/** A window of `ms` starts: a lazy record is kept unused at least that long (and 10 s more), so its samples resolve at the read. */
+function holdFor(ms) {
+  if (Number.isFinite(ms) && ms + 10_000 > lazyAge) lazyAge = ms + 10_000;
 }
 
 function show(v) {
@@ -110,7 +128,7 @@ function allocate() {
   // (the word's hook starts with the first label set, not with the profiler)
   if (hookUsers && !hook) startHook();
   if (!clock) {
-    clock = setInterval(tick, 1000);
+    clock = setInterval(second, 1000);
     clock.unref();
   }
   return id;
@@ -135,7 +153,9 @@ function intern(cur, entries) {
     return id;
   }
   id = allocate();
-  records.set(id, { id, parent: cur, own: Object.freeze(Object.fromEntries(entries)), lazy: null, key, used: now });
+  // (volatile: over a lazy record, a request's: pruned as it is)
+  const volatile = !!(cur && (records.get(cur)?.lazy || records.get(cur)?.volatile));
+  records.set(id, { id, parent: cur, own: Object.freeze(Object.fromEntries(entries)), lazy: null, key, used: now, volatile });
   byKey.set(key, id);
   return id;
 }
@@ -232,7 +252,7 @@ function withLazyLabels(record, fn, ...args) {
   if (r) r.used = now;
   else {
     id = allocate();
-    records.set(id, { id, parent: currentId(), own: EMPTY, lazy: record, key: null, used: now });
+    records.set(id, { id, parent: currentId(), own: EMPTY, lazy: record, key: null, used: now, volatile: true });
     byLazy.set(record, id);
   }
   return enter(id, fn, args);
@@ -289,10 +309,11 @@ function resolveIds(ids) {
 /** Drops the records not used for `age` ms (0: all but those of the current context) and not a parent of one kept. */
 function prune(age) {
   const cutoff = Date.now() - age;
+  const cutoffVolatile = Date.now() - Math.min(age, lazyAge);
   const keep = new Set();
   const cur = currentId();
   for (const r of records.values()) {
-    if (r.used < cutoff && r.id !== cur) continue;
+    if (r.used < (r.volatile ? cutoffVolatile : cutoff) && r.id !== cur) continue;
     for (let p = r, d = 0; p && d <= MAX_DEPTH && !keep.has(p.id); p = p.parent ? records.get(p.parent) : undefined, d++) keep.add(p.id);
   }
   if (keep.size === records.size) return;
@@ -387,4 +408,4 @@ function size() {
   return records.size;
 }
 
-module.exports = { withLabels, setLabels, getLabels, withLazyLabels, resolveIds, registration, useWord, size, als, word, TAG, ID_BITS, MAX_ID, PRUNE_MS };
+module.exports = { withLabels, setLabels, getLabels, withLazyLabels, resolveIds, holdFor, registration, useWord, size, als, word, TAG, ID_BITS, MAX_ID, PRUNE_MS, LAZY_PRUNE_MS };

@@ -459,6 +459,8 @@ class Profiler {
     checkSeconds(seconds, this.#options.maxSeconds, 'profiler.collect()');
     if (this.#busy) throw codedError('ERR_BPF_BUSY', `profiler.collect(): ${this.#busy} is collecting a window; one window at a time (wait for it, or start another profiler)`);
     this.#busy = who;
+    // (a request's labels are kept until the window is read)
+    labels.holdFor(seconds * 1000);
     const links = [];
     const obj = this.#obj;
     let startNs;
