@@ -31,6 +31,8 @@ const FILES = [
   'node_syscalls.test.js', 'trace_event_loop.test.js', 'stackcount.test.js',
   // the profile's samples at the kernel's tick, JS frames named by each node's own V8
   'tick.test.js',
+  // request labels read from each node's own async context (AsyncContextFrame or the hook), a fastify service by route
+  'labels.test.js', 'routes.test.js',
 ];
 
 const { values } = parseArgs({
