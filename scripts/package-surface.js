@@ -12,7 +12,7 @@ const PUBLIC_LIB = [
 ];
 
 /** The library's own machinery: reached through the entry, not by path. */
-const INTERNAL_LIB = ['buffer', 'cli', 'codec', 'cpuprofile', 'dispatch', 'map', 'monitor', 'monitor_metrics', 'native', 'object', 'opentelemetry', 'pidns', 'pprof', 'profile', 'prometheus', 'raw_record', 'sourcemap', 'tick', 'v8', 'v8_heap', 'v8_names', 'validate'];
+const INTERNAL_LIB = ['buffer', 'cli', 'codec', 'cpuprofile', 'dispatch', 'labels', 'map', 'monitor', 'monitor_metrics', 'native', 'object', 'opentelemetry', 'otlp', 'pidns', 'pprof', 'profile', 'prometheus', 'raw_record', 'sourcemap', 'tick', 'trace_context', 'v8', 'v8_heap', 'v8_names', 'validate'];
 
 const fs = require('node:fs');
 const path = require('node:path');
