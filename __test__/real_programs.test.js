@@ -31,7 +31,7 @@ test('real programs: V8\'s top functions, lines and source maps against node --c
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'real-programs-'));
   try {
     const node = { label: asked ?? process.versions.node, path: nodePath };
-    const rows = await real.measure({ nodes: [node], dir, log: (row) => t.diagnostic(`${row.program} ${row.mode}: ${row.error ?? `${row.top}/${row.topOf}, ${(100 * row.line).toFixed(1)}% with a line`}`) });
+    const rows = await real.measure({ nodes: [node], dir, log: (row) => t.diagnostic(`${row.program} ${row.mode}: ${row.error ?? `${row.top}/${row.topOf} (${row.topV8}/${row.topOf} charged as V8 charges), ${(100 * row.line).toFixed(1)}% with a line`}`) });
     for (const line of real.table(rows).split('\n')) t.diagnostic(line);
     assert.strictEqual(rows.length, Object.keys(real.PROGRAMS).length * real.MODES.length);
     const failed = rows.filter((r) => r.failures.length).map((r) => `${r.program} ${r.mode}: ${r.failures.join('; ')}`);

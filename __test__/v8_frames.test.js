@@ -580,6 +580,27 @@ describe('inlined functions, flagless: named inside their caller, with file and 
       assert.ok(inside >= 0.5 * callers, `helper inlined above outer in ${inside} of ${callers} samples`);
     });
   }
+  test('stackcount --json: `inlined` marks helper, inlined into outer, in >= 50% of the samples where helper is directly above outer; never a native frame', async () => {
+    const child = spawn(process.execPath, [INLINE, '8000'], { stdio: 'ignore' });
+    try {
+      await sleep(1500);
+      const r = spawnSync(process.execPath, [STACKCOUNT, '-p', String(child.pid), '--profile', '--duration', '2', '-U', '--json'], { encoding: 'utf8', timeout: 60_000, maxBuffer: 64 << 20 });
+      assert.equal(r.status, 0, r.stderr);
+      let above = 0;
+      let marked = 0;
+      for (const s of JSON.parse(r.stdout).stacks) {
+        const at = s.user.findIndex((l, i) => /^helper \S*turbofan_inline\.js:4:/.test(l) && /^outer \S*turbofan_inline\.js:/.test(s.user[i + 1] ?? ''));
+        if (at >= 0) above += s.count;
+        if (at >= 0 && s.inlined?.includes(at)) marked += s.count;
+        // (a mark is a JS function with a frame after it)
+        for (const i of s.inlined ?? []) assert.ok(i + 1 < s.user.length && !/^Builtins_|^\[unknown\]/.test(s.user[i]), `inlined ${i}: ${s.user.join(' | ')}`);
+      }
+      assert.ok(above >= 50, `${above} samples with helper directly above outer`);
+      assert.ok(marked >= 0.5 * above, `helper marked inlined in ${marked} of ${above}`);
+    } finally {
+      child.kill();
+    }
+  });
   for (const major of ['24', '26']) {
     const node = NODES.get(major);
     // (Node 22's Maglev did not inline it here: its TurboFan did, above)

@@ -75,13 +75,13 @@ function main() {
   const dir = opts.keep ? path.resolve(opts.keep) : fs.mkdtempSync(path.join(os.tmpdir(), 'real-programs-'));
   console.error(`real-programs: under node ${nodes.map((n) => n.label).join(', ')}, ${modes.join(' and ')}, ${seconds} s each (runs in ${dir}):`);
   for (const p of programs) console.error(`  ${p}: ${real.PROGRAMS[p].what}`);
-  real.measure({ programs, nodes, modes, seconds, dir, log: (row) => console.error(`  ${row.program} node ${row.node} ${row.mode}: ${row.error ? `error: ${row.error}` : `${row.top}/${row.topOf}, ${(100 * row.line).toFixed(1)}% with a line`}`) }).then((rows) => {
+  real.measure({ programs, nodes, modes, seconds, dir, log: (row) => console.error(`  ${row.program} node ${row.node} ${row.mode}: ${row.error ? `error: ${row.error}` : `${row.top}/${row.topOf} (${row.topV8}/${row.topOf} charged as V8 charges), ${(100 * row.line).toFixed(1)}% with a line`}`) }).then((rows) => {
     if (opts.json) {
       console.log(JSON.stringify(rows.map(({ oracle, ours, ...r }) => r), null, 2));
     } else {
       console.log(real.table(rows));
       for (const r of rows) {
-        for (const m of r.misses ?? []) console.log(`miss: ${r.program} node ${r.node} ${r.mode}: ${m.name} (${(100 * m.v8Share).toFixed(1)}% of V8's samples in the program, ${(100 * m.oursShare).toFixed(1)}% of ours)`);
+        for (const m of r.missesV8 ?? []) console.log(`miss: ${r.program} node ${r.node} ${r.mode}: ${m.name} (${(100 * m.v8Share).toFixed(1)}% of V8's samples in the program, ${(100 * m.oursShare).toFixed(1)}% of ours, charged as V8 charges)`);
       }
       for (const name of opts.explain ?? []) {
         const seen = new Set();

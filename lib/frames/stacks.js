@@ -343,9 +343,12 @@ function hasMap(obj, name) {
  * The user frames of each of `entries` (readStacks'), innermost first, as
  * flat lists of names: a JS frame the kernel walked named from V8's data
  * (its inlined functions first), else the symbolizer's name of its address.
+ * `inlined`: entry -> the indices of the names that are functions V8 inlined
+ * into the frame after them (absent: none).
  */
 function userNames(entries, symbolizer) {
   const out = new Map(); // entry -> [name]
+  const inlined = new Map(); // entry -> [index]
   const byPid = new Map(); // pid -> [[entry, aligned]]
   for (const e of entries) {
     if (e.lost) out.set(e, ['[lost stack]']);
@@ -366,14 +369,22 @@ function userNames(entries, symbolizer) {
       // (entered: the sampled pc is in a function the JS frame had just called, named by its symbol above it;
       // in its first instructions it runs no code it inlined: no mark)
       const entered = (i) => (js[i][js[i].length - 1].entered ? native[i].map((n) => n.replace(` ${MAY_HOLD_INLINED}`, '')) : []);
-      const jsNames = (i) => [...entered(i), ...js[i].map((f) => f.label)];
-      out.set(e, e.user.flatMap((_, i) => (useJs(i) ? jsNames(i) : native[i])));
+      const names = [];
+      const marks = [];
+      e.user.forEach((_, i) => {
+        if (!useJs(i)) return void names.push(...native[i]);
+        const before = names.push(...entered(i));
+        js[i].forEach((f, j) => j < js[i].length - 1 && marks.push(before + j));
+        names.push(...js[i].map((f) => f.label));
+      });
+      out.set(e, names);
+      if (marks.length) inlined.set(e, marks);
     }
   }
   for (const e of entries) {
     if (!out.has(e)) out.set(e, symbolizer.frames ? symbolizer.frames(e.pid, e.user) : symbolizer.user(e.pid, e.user));
   }
-  return out;
+  return { names: out, inlined };
 }
 
 /** The C++ function a node worker thread runs its event loop under (Node 20-26). */
@@ -397,8 +408,9 @@ function threadLabel(comm, names) {
 /**
  * Names the frames of `readStacks` entries (innermost first) and merges the
  * stacks that name the same frames: `[{ pid, comm, count, kernel: [name],
- * user: [name], cgroup? }]`, most counted first; `comm` a worker thread's
- * label (threadLabel). A lost stack has one frame,
+ * user: [name], inlined?, cgroup? }]`, most counted first; `comm` a worker
+ * thread's label (threadLabel); `inlined` the indices in `user` of the
+ * functions V8 inlined into the frame after them. A lost stack has one frame,
  * `[lost stack]`.
  */
 function symbolize(entries, symbolizer) {
@@ -411,11 +423,13 @@ function symbolize(entries, symbolizer) {
   const merged = new Map();
   const users = userNames(entries, symbolizer);
   for (const e of entries) {
+    const user = users.names.get(e);
     const stack = {
       pid: e.pid,
-      comm: threadLabel(e.comm, users.get(e)),
+      comm: threadLabel(e.comm, user),
       kernel: symbolizer.kernel(e.kernel),
-      user: users.get(e),
+      user,
+      ...(users.inlined.has(e) && { inlined: users.inlined.get(e) }),
       ...(e.cgroup && { cgroup: e.cgroup }),
     };
     const key = JSON.stringify([stack.pid, stack.comm, stack.cgroup, stack.kernel, stack.user]);
