@@ -10,8 +10,8 @@
 // counted by (function name, file) within the program's own files. The
 // threshold is on our samples charged as V8's profiler charges a sample
 // (v8Charged: a builtin's time to its JS caller's caller, and on Node 20-24
-// the top frame's inlined code to the function whose code it is); V8's own
-// figure, by the innermost function, is shown beside it.
+// the top frame's inlined code to the function whose code it is); the
+// figure by the innermost function is shown beside it.
 // Used by scripts/real-programs.js (npm run real-programs) and
 // __test__/real_programs.test.js.
 const fs = require('node:fs');
