@@ -371,12 +371,16 @@ function userNames(entries, symbolizer) {
       const entered = (i) => (js[i][js[i].length - 1].entered ? native[i].map((n) => n.replace(` ${MAY_HOLD_INLINED}`, '')) : []);
       const names = [];
       const marks = [];
-      e.user.forEach((_, i) => {
-        if (!useJs(i)) return void names.push(...native[i]);
-        const before = names.push(...entered(i));
-        js[i].forEach((f, j) => j < js[i].length - 1 && marks.push(before + j));
+      for (let i = 0; i < e.user.length; i++) {
+        if (!useJs(i)) {
+          names.push(...native[i]);
+          continue;
+        }
+        names.push(...entered(i));
+        // (every function of the frame but its last, the physical one, was inlined into the next)
+        for (let j = 0; j < js[i].length - 1; j++) marks.push(names.length + j);
         names.push(...js[i].map((f) => f.label));
-      });
+      }
       out.set(e, names);
       if (marks.length) inlined.set(e, marks);
     }
