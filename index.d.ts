@@ -555,6 +555,8 @@ export interface ProfileStack {
   state?: 'blocked' | 'preempted'
   /** Innermost first: kernel frames, then user frames. */
   frames: ProfileFrame[]
+  /** The indices in `frames` of native frames that ran without a frame of their own, on the frame of the JavaScript function after them (a builtin it called). */
+  frameless?: number[]
   /** The request labels the stack ran under (`withLabels`), taken as it was sampled; `{}` when none. */
   labels: ProfileLabels
 }

@@ -10,6 +10,7 @@
  *   npm run real-programs                                  # every program, Node 20 (this node), host and in process
  *   npm run real-programs -- --nodes 20,24,26 --programs typescript,worker --modes host
  *   npm run real-programs -- --seconds 8 --keep /tmp/rp --json
+ *   npm run real-programs -- --retries 1    # a row under a threshold measured once more (as npm test does)
  *   npm run real-programs -- --explain getReferencedValueSymbol   # V8's view of a function: callers, positionTicks
  *
  * --nodes takes majors: the newest cached release of each
@@ -24,7 +25,7 @@ const { cachedNode } = require('./nodes');
 const real = require('../__test__/real_programs');
 
 const HELP = `Usage: npm run real-programs -- [--programs ${Object.keys(real.PROGRAMS).join(',')}] [--nodes 20,24,26] [--modes host,inprocess]
-       [--seconds S] [--keep DIR] [--json] [--explain FUNCTION]`;
+       [--seconds S] [--retries N] [--keep DIR] [--json] [--explain FUNCTION]`;
 
 function main() {
   let opts;
@@ -35,6 +36,7 @@ function main() {
         nodes: { type: 'string' },
         modes: { type: 'string' },
         seconds: { type: 'string' },
+        retries: { type: 'string' },
         keep: { type: 'string' },
         json: { type: 'boolean' },
         explain: { type: 'string', multiple: true },
@@ -53,8 +55,10 @@ function main() {
   const programs = list(opts.programs, Object.keys(real.PROGRAMS));
   const modes = list(opts.modes, real.MODES);
   const bad = [...programs.filter((p) => !real.PROGRAMS[p]).map((p) => `program ${p} (${Object.keys(real.PROGRAMS).join(', ')})`), ...modes.filter((m) => !real.MODES.includes(m)).map((m) => `mode ${m} (${real.MODES.join(', ')})`)];
-  const seconds = opts.seconds === undefined ? 6 : Number(opts.seconds);
-  if (!(seconds >= 1 && seconds <= 60)) bad.push(`--seconds ${opts.seconds} (1 to 60)`);
+  const seconds = opts.seconds === undefined ? undefined : Number(opts.seconds);
+  if (seconds !== undefined && !(seconds >= 1 && seconds <= 60)) bad.push(`--seconds ${opts.seconds} (1 to 60)`);
+  const retries = opts.retries === undefined ? 0 : Number(opts.retries);
+  if (!(Number.isInteger(retries) && retries >= 0 && retries <= 3)) bad.push(`--retries ${opts.retries} (0 to 3)`);
   const nodes = list(opts.nodes, [process.versions.node.split('.')[0]]).map((n) => {
     if (/^\d+$/.test(n)) {
       const bin = n === process.versions.node.split('.')[0] ? process.execPath : cachedNode(n);
@@ -73,9 +77,9 @@ function main() {
     process.exit(2);
   }
   const dir = opts.keep ? path.resolve(opts.keep) : fs.mkdtempSync(path.join(os.tmpdir(), 'real-programs-'));
-  console.error(`real-programs: under node ${nodes.map((n) => n.label).join(', ')}, ${modes.join(' and ')}, ${seconds} s each (runs in ${dir}):`);
-  for (const p of programs) console.error(`  ${p}: ${real.PROGRAMS[p].what}`);
-  real.measure({ programs, nodes, modes, seconds, dir, log: (row) => console.error(`  ${row.program} node ${row.node} ${row.mode}: ${row.error ? `error: ${row.error}` : `${row.top}/${row.topOf} (${row.topV8}/${row.topOf} charged as V8 charges), ${(100 * row.line).toFixed(1)}% with a line`}`) }).then((rows) => {
+  console.error(`real-programs: under node ${nodes.map((n) => n.label).join(', ')}, ${modes.join(' and ')} (runs in ${dir}):`);
+  for (const p of programs) console.error(`  ${p}: ${real.PROGRAMS[p].what}, ${seconds ?? real.PROGRAMS[p].seconds ?? real.SECONDS} s a run`);
+  real.measure({ programs, nodes, modes, seconds, retries, dir, log: (row) => console.error(`  ${row.program} node ${row.node} ${row.mode}: ${row.error ? `error: ${row.error}` : `${row.top}/${row.topOf} (${row.topV8}/${row.topOf} charged as V8 charges), ${(100 * row.line).toFixed(1)}% with a line`}`) }).then((rows) => {
     if (opts.json) {
       console.log(JSON.stringify(rows.map(({ oracle, ours, ...r }) => r), null, 2));
     } else {

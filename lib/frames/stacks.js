@@ -344,11 +344,14 @@ function hasMap(obj, name) {
  * flat lists of names: a JS frame the kernel walked named from V8's data
  * (its inlined functions first), else the symbolizer's name of its address.
  * `inlined`: entry -> the indices of the names that are functions V8 inlined
- * into the frame after them (absent: none).
+ * into the frame after them (absent: none); `frameless`: entry -> the
+ * indices of native names that ran without a frame of their own, called by
+ * the JS frame after them (a builtin, on its caller's frame).
  */
 function userNames(entries, symbolizer) {
   const out = new Map(); // entry -> [name]
   const inlined = new Map(); // entry -> [index]
+  const framelessOf = new Map(); // entry -> [index]
   const byPid = new Map(); // pid -> [[entry, aligned]]
   for (const e of entries) {
     if (e.lost) out.set(e, ['[lost stack]']);
@@ -366,29 +369,31 @@ function userNames(entries, symbolizer) {
       const native = symbolizer.userFrames ? symbolizer.userFrames(e.pid, e.user) : symbolizer.user(e.pid, e.user).map((n) => [n]);
       // a frame V8's data could not name loses to the perf map's name, and wins over none
       const useJs = (i) => js[i] && (js[i][0].kind !== 'unnamed' || native[i].every((n) => n === '[unknown]'));
-      // (entered: the sampled pc is in a function the JS frame had just called, named by its symbol above it;
-      // in its first instructions it runs no code it inlined: no mark)
+      // (entered: the sampled pc is in a function the JS frame called that runs without a frame of its own,
+      // named by its symbol above it; it runs no code V8 inlined: no mark)
       const entered = (i) => (js[i][js[i].length - 1].entered ? native[i].map((n) => n.replace(` ${MAY_HOLD_INLINED}`, '')) : []);
       const names = [];
       const marks = [];
+      const frameless = [];
       for (let i = 0; i < e.user.length; i++) {
         if (!useJs(i)) {
           names.push(...native[i]);
           continue;
         }
-        names.push(...entered(i));
+        for (const n of entered(i)) frameless.push(names.push(n) - 1);
         // (every function of the frame but its last, the physical one, was inlined into the next)
         for (let j = 0; j < js[i].length - 1; j++) marks.push(names.length + j);
         names.push(...js[i].map((f) => f.label));
       }
       out.set(e, names);
       if (marks.length) inlined.set(e, marks);
+      if (frameless.length) framelessOf.set(e, frameless);
     }
   }
   for (const e of entries) {
     if (!out.has(e)) out.set(e, symbolizer.frames ? symbolizer.frames(e.pid, e.user) : symbolizer.user(e.pid, e.user));
   }
-  return { names: out, inlined };
+  return { names: out, inlined, frameless: framelessOf };
 }
 
 /** The C++ function a node worker thread runs its event loop under (Node 20-26). */
@@ -412,10 +417,13 @@ function threadLabel(comm, names) {
 /**
  * Names the frames of `readStacks` entries (innermost first) and merges the
  * stacks that name the same frames: `[{ pid, comm, count, kernel: [name],
- * user: [name], inlined?, cgroup? }]`, most counted first; `comm` a worker
- * thread's label (threadLabel); `inlined` the indices in `user` of the
- * functions V8 inlined into the frame after them. A lost stack has one frame,
- * `[lost stack]`.
+ * user: [name], inlined?, frameless?, cgroup? }]`, most counted first;
+ * `comm` a worker thread's label (threadLabel); `inlined` the indices in
+ * `user` of the functions V8 inlined into the frame after them; `frameless`
+ * those of native functions that ran without a frame of their own, on the
+ * frame of the JS function after them (a builtin it called: V8's profiler
+ * charges such a sample to that function's caller). A lost stack has one
+ * frame, `[lost stack]`.
  */
 function symbolize(entries, symbolizer) {
   const byPid = new Map();
@@ -434,9 +442,10 @@ function symbolize(entries, symbolizer) {
       kernel: symbolizer.kernel(e.kernel),
       user,
       ...(users.inlined.has(e) && { inlined: users.inlined.get(e) }),
+      ...(users.frameless.has(e) && { frameless: users.frameless.get(e) }),
       ...(e.cgroup && { cgroup: e.cgroup }),
     };
-    const key = JSON.stringify([stack.pid, stack.comm, stack.cgroup, stack.kernel, stack.user]);
+    const key = JSON.stringify([stack.pid, stack.comm, stack.cgroup, stack.kernel, stack.user, stack.frameless]);
     const seen = merged.get(key);
     if (seen) seen.count += e.count;
     else merged.set(key, { ...stack, count: e.count });

@@ -42,7 +42,9 @@ const MAX_MISSES = 1 << 16;
  * compiled, builtin, unknown (no code found: the line where it starts) or
  * unnamed (`name` "[JS …]"); `reason` says why a line or name is missing;
  * `entered` (the physical function's): the sampled pc is in a function it
- * had just called, which had not set up its frame yet (its line is the call's).
+ * called that runs without a frame of its own (a builtin in its first
+ * instructions, or one that builds none: its line is the call's, where the
+ * return address is known, else where the function starts).
  * @typedef {{ name: string, file?: string, line?: number, column?: number, kind: string, inlined?: boolean, reason?: string, entered?: boolean }} JsFrame
  */
 
@@ -420,10 +422,14 @@ class V8Names {
       // entered_ret); `entered` says the sampled pc is the callee's
       const ret = innermost && frame.enteredRet ? num(frame.enteredRet) : 0;
       const lineless = (list) => !list[list.length - 1].line || list[list.length - 1].reason;
+      const entered = (list) => list.map((g, i) => (i === list.length - 1 ? { ...g, entered: true } : g));
       if (ret && lineless(out)) {
         const atCall = this.framesAt(fn, sfi, frame.slot, num(frame.code), ret, false);
-        if (!lineless(atCall)) out = atCall.map((g, i) => (i === atCall.length - 1 ? { ...g, entered: true } : g));
+        if (!lineless(atCall)) out = entered(atCall);
       }
+      // (a builtin that runs without a frame of its own, past its first instructions: the sampled pc is
+      // in node's builtins on this function's frame, which is at a call it made; its line is where it starts)
+      if (innermost && !out[out.length - 1].entered && this.inBinary(pc) && !this.interpreted(pc)) out = entered(out);
     }
     if (out[0].line) this.stats.lines++;
     return out;

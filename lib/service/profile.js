@@ -644,16 +644,27 @@ class Profiler {
     for (const r of rows) {
       const lost = stacks.lostStack;
       // a frame V8's data could not name loses to the perf map's name, and wins over none
+      // (the indices in userFrames of native frames that ran on the JS frame after them: `entered`)
+      const frameless = [];
+      let at = 0;
       const named = (a, i) => {
         if (!r.js[i]) return [userFrame(a)];
         const w = r.walked[i];
-        // entered: the sample is in a function the JS frame had just called (its symbol above it); the JS frame is at the call
-        if (r.js[i][r.js[i].length - 1].entered) return [userFrame(a), v8Frame(w.enteredRet, r.js[i], w)];
+        // entered: the sample is in a function the JS frame called that runs without a frame of its own
+        // (its symbol above it); the JS frame is at the call (or where it starts, with no return address)
+        if (r.js[i][r.js[i].length - 1].entered) {
+          frameless.push(at);
+          return [userFrame(a), v8Frame(w.enteredRet || a, r.js[i], w)];
+        }
         if (r.js[i][0].kind !== 'unnamed') return [v8Frame(a, r.js[i], w)];
         const f = userFrame(a);
         return [f.kind === 'js' ? f : v8Frame(a, r.js[i], w)];
       };
-      const userFrames = lost(r.k.user_stack) ? [LOST] : r.user.flatMap(named);
+      const userFrames = lost(r.k.user_stack) ? [LOST] : r.user.flatMap((a, i) => {
+        const f = named(a, i);
+        at += f.length;
+        return f;
+      });
       // (off CPU: without the tracing frames the stack was taken in: __traceiter_sched_switch, bpf_trace_run4, the program)
       // (clock 'tick': without the tick's interrupt, up to its entry: what it interrupted, or none in user space)
       const kernel = r.kind === 'offCpu' ? r.kernel.slice(Math.max(0, r.kernel.findIndex((a) => !TRACING_FRAME.test(kernelNames.get(a) ?? '')))) : this.#clock === 'tick' ? tick.interrupted(r.kernel, kernelNames) : r.kernel;
@@ -668,6 +679,7 @@ class Profiler {
         count: r.count,
         ...(r.kind === 'offCpu' && { ns: r.ns, state: r.k.preempted ? 'preempted' : 'blocked' }),
         frames: [...kernelFrames, ...userFrames],
+        ...(frameless.length && { frameless: frameless.map((k) => kernelFrames.length + k) }),
         labels: r.k.label_id ? (labelled.labels.get(r.k.label_id) ?? {}) : {},
       });
     }
