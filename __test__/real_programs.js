@@ -202,8 +202,8 @@ function hostSamples(json) {
     s.user.forEach((label, i) => {
       const f = parseLabel(label);
       if (f) chain.push(f.name);
-      // (a label without a file is a JS frame where it is unnamed, inlined, or the caller of a frameless native)
-      const js = f || label.startsWith('[JS') || inlined.has(i) || (frameless.has(i - 1) && !frameless.has(i));
+      // (a label without a file is a JS frame where it is unnamed, or the caller of a frameless native; an inlined one joins the next)
+      const js = f || label.startsWith('[JS') || (frameless.has(i - 1) && !frameless.has(i));
       if (inlined.has(i)) {
         pending.push(f ?? { name: label });
       } else if (js) {

@@ -15,21 +15,12 @@ const assert = require('node:assert');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { spawnSync } = require('node:child_process');
 const real = require('./real_programs');
-const { cachedNode } = require('../scripts/nodes');
+const { cachedNode, commitTurn } = require('../scripts/nodes');
 
 const MAJORS = ['20', '22', '24', '26'];
 
-/** The major this commit runs: the commit's number (its day in a shallow clone) modulo the majors. */
-function rotatingMajor() {
-  const git = (...args) => spawnSync('git', args, { cwd: __dirname, encoding: 'utf8' }).stdout?.trim() ?? '';
-  const shallow = git('rev-parse', '--is-shallow-repository') === 'true';
-  const n = Number(shallow ? '' : git('rev-list', '--count', 'HEAD')) || Math.floor(Date.now() / 86400e3);
-  return MAJORS[n % MAJORS.length];
-}
-
-const asked = process.env.REAL_PROGRAMS_NODE ?? rotatingMajor();
+const asked = process.env.REAL_PROGRAMS_NODE ?? MAJORS[commitTurn(__dirname).n % MAJORS.length];
 const nodePath = asked === process.versions.node.split('.')[0] ? process.execPath : /^\d+$/.test(asked) ? cachedNode(asked) : asked;
 const skip =
   process.getuid?.() !== 0

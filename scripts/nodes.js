@@ -165,7 +165,25 @@ function testNode(major, arch = os.arch()) {
   return { skip: reason };
 }
 
-module.exports = { CACHE, MAJORS, cacheOf, cachedNode, cachedReleases, nodeBinary, newestRelease, recentReleases, releaseBinary, nodePackage, compareVersions, checkOwned, testNode };
+/**
+ * This commit's turn in a rotation (test:releases' group, the real programs'
+ * node): `{ n, by }`, n the commit's number in the history of the checkout
+ * at `cwd` (by 'number'), or in a shallow clone the day of `now` (by 'day').
+ */
+function commitTurn(cwd, now = new Date()) {
+  const git = (...args) => {
+    try {
+      return execFileSync('git', args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+    } catch {
+      return '';
+    }
+  };
+  const shallow = git('rev-parse', '--is-shallow-repository') === 'true';
+  const n = shallow ? 0 : Number(git('rev-list', '--count', 'HEAD'));
+  return n > 0 ? { n, by: 'number' } : { n: Math.floor(now.getTime() / 86400e3), by: 'day' };
+}
+
+module.exports = { CACHE, MAJORS, cacheOf, cachedNode, commitTurn, cachedReleases, nodeBinary, newestRelease, recentReleases, releaseBinary, nodePackage, compareVersions, checkOwned, testNode };
 
 if (require.main === module) {
   const args = process.argv.slice(2);

@@ -24,7 +24,7 @@
 const path = require('node:path');
 const { execFileSync, spawnSync } = require('node:child_process');
 const { parseArgs } = require('node:util');
-const { recentReleases, releaseBinary, compareVersions } = require('./nodes');
+const { recentReleases, releaseBinary, compareVersions, commitTurn } = require('./nodes');
 
 const ROOT = path.join(__dirname, '..');
 const { values } = parseArgs({ options: { count: { type: 'string', default: '4' }, all: { type: 'boolean', default: false }, budget: { type: 'string', default: '210' } } });
@@ -52,10 +52,9 @@ if (process.env.NODE_RELEASES) {
   const list = all.filter((v) => !newest.has(v));
   const count = Math.max(1, Number(values.count));
   const groups = Math.ceil(list.length / count);
-  const shallow = git('rev-parse', '--is-shallow-repository') === 'true';
-  const n = Number(shallow ? '' : git('rev-list', '--count', 'HEAD')) || Math.floor(now.getTime() / 86400e3);
+  const { n, by } = commitTurn(ROOT, now);
   releases = values.all ? list : list.filter((_, i) => i % groups === n % groups);
-  log(`${list.length} older releases of the 12 months before ${now.toISOString().slice(0, 10)}; ${values.all ? 'all of them' : `group ${n % groups} of ${groups} (commit ${shallow ? 'day' : 'number'} ${n})`}: ${releases.join(', ')}`);
+  log(`${list.length} older releases of the 12 months before ${now.toISOString().slice(0, 10)}; ${values.all ? 'all of them' : `group ${n % groups} of ${groups} (commit ${by} ${n})`}: ${releases.join(', ')}`);
   log(`run one: NODE_RELEASES=${releases.slice(0, 2).join(',')} npm run test:releases`);
 }
 releases.sort(compareVersions);
